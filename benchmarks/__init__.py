@@ -1,0 +1,1 @@
+"""Benchmarks (not tests): ``python -m benchmarks`` prints ratios against a baseline measured in the same run."""

@@ -1,0 +1,140 @@
+"""``maka-ref``: a thin command line over the pure core (issue 2).
+
+Why thin: every command is a library call plus printing, so tests call the library directly
+and the CLI only owns argument parsing, exit codes and the error envelope. Results are one
+JSON document on stdout with the spec's field names; exit 0 whenever a result was produced
+("blocked" and "corruption" are results). Bad input exits 2 with ``{"error": {...}}`` on
+stdout and one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, NoReturn, Sequence, TextIO
+
+from maka_ref._cli.ledger_input import InputError, load_ledger, parse_ledger_lines, read_ledger_text
+from maka_ref._codec.argshash import canonical_args_hash
+from maka_ref._codec.jsontext import compact_json, parse_json
+from maka_ref._errors import ArgsHashError, InvalidJSONTextError, MakaRefError
+from maka_ref._events.encode import encode_runtime_event
+from maka_ref._ledger.resolver import resolve_recovery
+from maka_ref._plan.resume_plan import build_resume_plan
+
+EXIT_OK = 0
+EXIT_INPUT_ERROR = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors use our JSON error envelope and exit code."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError("usage", f"{self.prog}: {message}")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="maka-ref", description="Maka reference runtime: the pure ledger core.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("resolve", help="print the RecoveryResolver result (spec 10 §6.1)")
+    p.add_argument("ledger", help="JSON-lines file of RuntimeEvents, or - for stdin")
+
+    p = sub.add_parser("plan", help="print the Phase 0 ResumePlan (spec 20 §1.1)")
+    p.add_argument("ledger", help="JSON-lines file of RuntimeEvents, or - for stdin")
+    p.add_argument("--expected-high-water", type=_non_negative_int, default=None, metavar="N")
+
+    p = sub.add_parser("encode", help="print the canonical JSON of each event, one per line (spec 10 §2.2)")
+    p.add_argument("ledger", help="JSON-lines file of RuntimeEvents, or - for stdin")
+
+    p = sub.add_parser("args-hash", help="print canonicalArgsHash(TOOL, ARGS_JSON) (spec 10 §2.6)")
+    p.add_argument("tool")
+    p.add_argument("args_json", metavar="ARGS_JSON")
+
+    p = sub.add_parser("demo", help="resolve and plan the example ledgers shipped with maka_ref")
+    p.add_argument("paths", nargs="*", help="ledger files (default: the bundled examples)")
+    return parser
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return value
+
+
+def _emit(document: Any, out: TextIO) -> None:
+    out.write(compact_json(document, negative_zero="zero"))
+    out.write("\n")
+
+
+def _cmd_resolve(args: argparse.Namespace, out: TextIO) -> int:
+    _emit(resolve_recovery(load_ledger(args.ledger)).to_json(), out)
+    return EXIT_OK
+
+
+def _cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
+    plan = build_resume_plan(load_ledger(args.ledger), args.expected_high_water)
+    _emit(plan.to_json(), out)
+    return EXIT_OK
+
+
+def _cmd_encode(args: argparse.Namespace, out: TextIO) -> int:
+    values = parse_ledger_lines(read_ledger_text(args.ledger))
+    lines: list[str] = []
+    for number, value in enumerate(values, start=1):
+        try:
+            lines.append(encode_runtime_event(value).canonical_json)
+        except MakaRefError as exc:
+            raise InputError("invalid_runtime_event", f"line {number}: {exc}", number) from None
+    for line in lines:
+        out.write(line + "\n")
+    return EXIT_OK
+
+
+def _cmd_args_hash(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        value = parse_json(args.args_json)
+    except InvalidJSONTextError as exc:
+        raise InputError("invalid_json", f"ARGS_JSON is not JSON: {exc.message}") from None
+    try:
+        digest = canonical_args_hash(args.tool, value)
+    except ArgsHashError as exc:
+        raise InputError("invalid_tool_args", exc.message) from None
+    out.write(digest + "\n")
+    return EXIT_OK
+
+
+def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    from maka_ref._cli.demo import run_demo
+
+    return run_demo(args.paths, out)
+
+
+_COMMANDS = {
+    "resolve": _cmd_resolve,
+    "plan": _cmd_plan,
+    "encode": _cmd_encode,
+    "args-hash": _cmd_args_hash,
+    "demo": _cmd_demo,
+}
+
+
+def run(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Run the CLI and return its exit code (the library entry point tests call)."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    try:
+        args = _build_parser().parse_args(argv)
+        return _COMMANDS[args.command](args, out)
+    except InputError as exc:
+        _emit(exc.to_json(), out)
+        err.write(f"maka-ref: error: {exc.code}: {exc.message}\n")
+        return EXIT_INPUT_ERROR
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """Console-script entry point."""
+    sys.exit(run(argv))
