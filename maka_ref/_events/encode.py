@@ -1,0 +1,122 @@
+"""Lossless encoding of a RuntimeEvent: the one persisted representation (spec 10 §2.2, §2.5).
+
+Why the round trip: "the same event" is defined as "the same canonical bytes" (§2.5), so the
+bytes must determine the value. Encoding therefore (1) decodes, (2) omits absent keys —
+automatic here, because Python has no ``undefined`` and decoded events never hold ``None``
+for an optional key, (3) writes ``stable_json`` refusing ``-0`` and anything non-strict, and
+(4) decodes the parsed bytes again and requires a deep, *type-strict* equality with step 1.
+Step 4 is what catches values the bytes cannot carry: integers a double cannot represent,
+``-0``, NaN/Infinity inside free-form payloads.
+
+Type-strict equality: Python's ``==`` says ``True == 1`` and ``0.0 == -0.0``; we compare
+JSON kinds first (``bool`` is never a number), then numbers by value (``1 == 1.0`` is right:
+JavaScript has one number type), strings with ``str.__eq__``, containers element-wise.
+
+Depends on: ``_codec.jsontext`` (``stable_json``, ``parse_json``), ``_events.schema``,
+``_errors``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from maka_ref._codec.frozen import FrozenDict
+from maka_ref._codec.jsontext import parse_json, stable_json
+from maka_ref._errors import RuntimeEventNotSerializableError
+from maka_ref._events.schema import decode_runtime_event
+
+__all__ = ["EncodedRuntimeEvent", "canonical_event_json", "encode_runtime_event", "json_strict_equal"]
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedRuntimeEvent:
+    """The canonical decoded event and its canonical JSON text (UTF-8 when stored)."""
+
+    event: FrozenDict
+    canonical_json: str
+
+
+def _kind(value: Any) -> int:
+    """0 null, 1 bool, 2 number, 3 string, 4 array, 5 object, -1 not JSON."""
+    cls = type(value)
+    if value is None:
+        return 0
+    if cls is bool:
+        return 1
+    if cls is int or cls is float:
+        return 2
+    if cls is str:
+        return 3
+    if issubclass(type(value), list):
+        return 4
+    if issubclass(type(value), dict):
+        return 5
+    return -1
+
+
+def _utf16(text: str) -> bytes:
+    """UTF-16 code units: a surrogate pair held as two code points equals the astral char."""
+    return text.encode("utf-16-le", "surrogatepass")
+
+
+def json_strict_equal(left: Any, right: Any) -> bool:
+    """Deep equality of two JSON values that never confuses ``true`` with ``1``.
+
+    Mirrors JavaScript deep strict equality on parsed JSON: kinds must match; numbers compare
+    by value; strings compare as UTF-16 code units (as JavaScript strings are); ``-0`` is not
+    distinguished here (the encoder refuses it earlier).
+    """
+    kind = _kind(left)
+    if kind != _kind(right) or kind < 0:
+        return False
+    if kind == 0:
+        return True
+    if kind == 1:
+        return left is right
+    if kind == 2:
+        return bool(left == right)
+    if kind == 3:
+        return str.__eq__(left, right) is True or _utf16(left) == _utf16(right)
+    if kind == 4:
+        if list.__len__(left) != list.__len__(right):
+            return False
+        return all(json_strict_equal(a, b) for a, b in zip(list.__iter__(left), list.__iter__(right)))
+    if dict.__len__(left) != dict.__len__(right):
+        return False
+    for key, item in dict.items(left):
+        if not dict.__contains__(right, key) or not json_strict_equal(item, dict.__getitem__(right, key)):
+            return False
+    return True
+
+
+def encode_runtime_event(value: Any) -> EncodedRuntimeEvent:
+    """Decode, serialise canonically and prove the bytes round-trip (§2.2).
+
+    Raises :class:`RuntimeEventSchemaError` when ``value`` does not decode and
+    :class:`RuntimeEventNotSerializableError` when the decoded event has no lossless
+    canonical JSON.
+    """
+    event = decode_runtime_event(value)
+    try:
+        canonical_json = stable_json(event, negative_zero="reject")
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        raise RuntimeEventNotSerializableError(detail=f"stable_json refused the event: {exc}") from None
+    try:
+        round_tripped = decode_runtime_event(parse_json(canonical_json))
+    except (ValueError, TypeError, RecursionError) as exc:
+        # RuntimeEventSchemaError and InvalidJSONTextError are ValueErrors: the bytes do not
+        # decode back to an event, so they are not a lossless representation.
+        raise RuntimeEventNotSerializableError(detail=f"canonical JSON does not decode back: {exc}") from None
+    try:
+        same = json_strict_equal(event, round_tripped)
+    except RecursionError:
+        same = False
+    if not same:
+        raise RuntimeEventNotSerializableError(detail="canonical JSON decodes to a different event")
+    return EncodedRuntimeEvent(event=round_tripped, canonical_json=canonical_json)
+
+
+def canonical_event_json(value: Any) -> str:
+    """The canonical JSON text of ``value`` (same errors as :func:`encode_runtime_event`)."""
+    return encode_runtime_event(value).canonical_json

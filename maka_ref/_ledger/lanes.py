@@ -1,0 +1,229 @@
+"""Semantic lanes and generic-append reservations (spec 10 §4.1, §4.2).
+
+What: every RuntimeEvent sits on exactly one *semantic lane*. ``ordinary`` events carry no
+tool fact; the five tool lanes (``function_call``, ``tool_dispatch``, ``function_response``,
+``reconcile_result``, ``recovery_decision``) each admit one exact envelope. An event that
+claims two tool lanes, or whose envelope does not match its lane ("lane smuggling"), is a
+``conflict`` — the scanner reports it as ``semantic_lane_conflict`` and drops it.
+
+Why a module of its own: the scanner, the transition validator, the bundle validator and the
+Code Mode helper all ask the same question, and must get the same answer.
+
+Robustness (our choice, documented in ``docs/choices/ledger.md``): these functions accept
+any value and never raise. Beyond the spec's envelope rules, an event is a ``conflict`` when
+it cannot be interpreted at all: it is not a JSON object (``dict``), or one of ``id``,
+``invocationId``, ``sessionId``, ``runId``, ``turnId`` is not a string; and a tool-lane event
+is a ``conflict`` when a field the scanner reads on that lane has the wrong type (e.g.
+``content.id`` / ``content.name`` not strings, ``toolDispatch`` not an object with string
+``operationId`` / ``providerToolCallId`` / ``toolName`` / ``canonicalArgsHash``, a recovery
+fact whose ``payload.operationId`` is not a string, ``partial`` not exactly ``false``).
+
+Depends on: ``_events.constants`` (fact kinds) only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from maka_ref._events.constants import RECONCILE_RESULT_KIND, RECOVERY_DECISION_KIND
+
+ORDINARY = "ordinary"
+FUNCTION_CALL = "function_call"
+TOOL_DISPATCH = "tool_dispatch"
+FUNCTION_RESPONSE = "function_response"
+RECONCILE_RESULT = "reconcile_result"
+RECOVERY_DECISION = "recovery_decision"
+CONFLICT = "conflict"
+
+RECONCILE_KIND = RECONCILE_RESULT_KIND
+DECISION_KIND = RECOVERY_DECISION_KIND
+
+SEMANTIC_LANE_CONFLICT = "semantic_lane_conflict"
+RESERVED_RECOVERY_FACT = "reserved_recovery_fact"
+RESERVED_TOOL_BOUNDARY_FACT = "reserved_tool_boundary_fact"
+
+_CALL_STATE_KEYS = frozenset(("activityKind", "displayName", "intent"))
+_IDENTITY_FIELDS = ("id", "invocationId", "sessionId", "runId", "turnId")
+
+
+def candidate_lanes(event: Any) -> tuple[str, ...]:
+    """The tool lanes an event claims (§4.1), in the spec's order; ``()`` means ordinary.
+
+    A non-object has no candidate lane (``classify_lane`` still calls it a conflict).
+    """
+    if not isinstance(event, dict):
+        return ()
+    out: list[str] = []
+    content = event.get("content")
+    kind = content.get("kind") if isinstance(content, dict) else None
+    actions = event.get("actions")
+    if not isinstance(actions, dict):
+        actions = None
+    if kind == "function_call":
+        out.append(FUNCTION_CALL)
+    if actions is not None and "toolDispatch" in actions:
+        out.append(TOOL_DISPATCH)
+    if kind == "function_response":
+        out.append(FUNCTION_RESPONSE)
+    if actions is not None:
+        recovery = actions.get("toolRecovery")
+        if isinstance(recovery, dict):
+            rkind = recovery.get("kind")
+            if rkind == RECONCILE_KIND:
+                out.append(RECONCILE_RESULT)
+            elif rkind == DECISION_KIND:
+                out.append(RECOVERY_DECISION)
+    return tuple(out)
+
+
+def classify_lane(event: Any) -> str:
+    """The event's lane, or ``"conflict"`` (§4.1). Never raises."""
+    if not isinstance(event, dict):
+        return CONFLICT
+    for key in _IDENTITY_FIELDS:
+        if not isinstance(event.get(key), str):
+            return CONFLICT
+    return lane_of_event(event)
+
+
+def validate_generic_append(event: Any) -> str | None:
+    """§4.2: ``None`` when a generic append/import may carry ``event``, else the refusal code."""
+    lane = classify_lane(event)
+    if lane == CONFLICT:
+        return SEMANTIC_LANE_CONFLICT
+    if lane == RECONCILE_RESULT or lane == RECOVERY_DECISION:
+        return RESERVED_RECOVERY_FACT
+    if lane == TOOL_DISPATCH:
+        return RESERVED_TOOL_BOUNDARY_FACT
+    if lane == FUNCTION_RESPONSE:
+        refs = event.get("refs")
+        if isinstance(refs, dict) and "operationId" in refs:
+            return RESERVED_TOOL_BOUNDARY_FACT
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Internal: the lane of an event that is a dict whose identity fields were already checked.
+# The scanner calls this directly (it reads the identity fields itself).
+# ---------------------------------------------------------------------------------------
+
+
+def lane_of_event(event: dict) -> str:
+    """Lane of a ``dict`` event, *not* checking the envelope identity fields (internal).
+
+    Written as one function (no helper calls on the common paths) because the scanner calls
+    it once per event.
+    """
+    get = event.get
+    content = get("content")
+    actions = get("actions")
+    kind = content.get("kind") if content is not None and isinstance(content, dict) else None
+    if kind == "function_call":
+        lane = FUNCTION_CALL
+    elif kind == "function_response":
+        lane = FUNCTION_RESPONSE
+    else:
+        lane = ORDINARY
+    recovery = None
+    if actions is not None:
+        if isinstance(actions, dict):
+            if "toolDispatch" in actions:
+                if lane is not ORDINARY:
+                    return CONFLICT
+                lane = TOOL_DISPATCH
+            recovery = actions.get("toolRecovery")
+            if recovery is not None and isinstance(recovery, dict):
+                rkind = recovery.get("kind")
+                if rkind == RECONCILE_KIND:
+                    if lane is not ORDINARY:
+                        return CONFLICT
+                    lane = RECONCILE_RESULT
+                elif rkind == DECISION_KIND:
+                    if lane is not ORDINARY:
+                        return CONFLICT
+                    lane = RECOVERY_DECISION
+        elif lane is not ORDINARY:
+            return CONFLICT  # a call/response's actions must be absent or an object
+    if lane is ORDINARY:
+        return ORDINARY
+
+    # Common to all tool lanes: partial exactly false, no status, no branch.
+    if get("partial") is not False or "status" in event or "branch" in event:
+        return CONFLICT
+    role = get("role")
+    author = get("author")
+
+    if lane is FUNCTION_CALL or lane is FUNCTION_RESPONSE:
+        if lane is FUNCTION_CALL:
+            if role != "model" or author != "agent":
+                return CONFLICT
+        elif role != "tool" or author != "tool":
+            return CONFLICT
+        if not isinstance(content.get("id"), str) or not isinstance(content.get("name"), str):
+            return CONFLICT
+        if actions is None:
+            return lane if "actions" not in event else CONFLICT  # `actions: null` is not absent
+        if len(actions) != 1:
+            return CONFLICT
+        state = actions.get("stateDelta")
+        if not isinstance(state, dict):
+            return CONFLICT
+        if lane is FUNCTION_CALL:
+            if not state:
+                return CONFLICT
+            for key, value in state.items():
+                if key not in _CALL_STATE_KEYS or not isinstance(value, str):
+                    return CONFLICT
+            return lane
+        if len(state) != 1:
+            return CONFLICT
+        duration = state.get("durationMs")
+        if duration is None or isinstance(duration, bool) or not isinstance(duration, (int, float)):
+            return CONFLICT
+        if isinstance(duration, float) and not math.isfinite(duration):
+            return CONFLICT
+        return lane
+
+    # tool_dispatch, reconcile_result, recovery_decision: system facts with exactly one action.
+    if "content" in event or role != "system" or author != "system" or len(actions) != 1:
+        return CONFLICT
+    refs = get("refs")
+    if refs is None or not isinstance(refs, dict) or "operationId" not in refs or "toolCallId" not in refs:
+        return CONFLICT
+    size = len(refs)
+    if lane is TOOL_DISPATCH:
+        if size != 2 and not (size == 4 and "parentToolCallId" in refs and "parentOperationId" in refs):
+            return CONFLICT
+        dispatch = actions["toolDispatch"]
+        if not isinstance(dispatch, dict):
+            return CONFLICT
+        dget = dispatch.get
+        if (
+            isinstance(dget("operationId"), str)
+            and isinstance(dget("providerToolCallId"), str)
+            and isinstance(dget("toolName"), str)
+            and isinstance(dget("canonicalArgsHash"), str)
+        ):
+            return lane
+        return CONFLICT
+    if size != 2:
+        return CONFLICT
+    payload = recovery.get("payload")
+    if isinstance(payload, dict) and isinstance(payload.get("operationId"), str):
+        return lane
+    return CONFLICT
+
+
+__all__ = [
+    "CONFLICT",
+    "FUNCTION_CALL",
+    "FUNCTION_RESPONSE",
+    "ORDINARY",
+    "RECONCILE_RESULT",
+    "RECOVERY_DECISION",
+    "TOOL_DISPATCH",
+    "candidate_lanes",
+    "classify_lane",
+    "validate_generic_append",
+]

@@ -1,0 +1,304 @@
+"""The tool-ledger scanner (spec 10 §4.3–§4.5).
+
+What: one pass over events in physical order that groups tool facts into *operations* and
+reports every duplicate / order / identity problem as an issue, in the exact emission order
+of §4.5. Tool calls are keyed by the tuple ``(invocationId, toolCallId)``; operations are
+keyed by ``operationId`` alone (store-wide); event ids are global.
+
+Why: it is the single interpreter of these rules. The resolver, the write-side transition
+validator and projection rebuild all consume its result; none may rebuild its maps.
+
+Robustness: accepts any iterable of any values, never raises, never mutates its input.
+Entries it cannot interpret (not a JSON object, ``id`` not a string, identity fields not
+strings, ill-typed tool fields) are reported as a global ``semantic_lane_conflict`` (with
+``eventId`` = the id when it is a string, else ``""``) and otherwise skipped. See
+``docs/choices/ledger.md``.
+
+Depends on: ``_ledger.lanes``, ``_ledger.results``, ``_codec.argshash.canonical_args_hash``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from maka_ref._codec.argshash import canonical_args_hash
+from maka_ref._ledger.lanes import (
+    CONFLICT,
+    FUNCTION_CALL,
+    FUNCTION_RESPONSE,
+    ORDINARY,
+    RECONCILE_RESULT,
+    TOOL_DISPATCH,
+    lane_of_event,
+)
+from maka_ref._ledger.results import ScannedOperation, ToolLedgerIssue, ToolLedgerScan
+
+DUPLICATE_EVENT_ID = "duplicate_event_id"
+INVOCATION_IDENTITY_CONFLICT = "invocation_identity_conflict"
+SEMANTIC_LANE_CONFLICT = "semantic_lane_conflict"
+DUPLICATE_CALL = "duplicate_call"
+DUPLICATE_OPERATION = "duplicate_operation"
+DUPLICATE_DISPATCH = "duplicate_dispatch"
+DUPLICATE_RESPONSE = "duplicate_response"
+ORPHAN_RESPONSE = "orphan_response"
+CANONICAL_ARGS_HASH_CONFLICT = "canonical_args_hash_conflict"
+IDENTITY_CONFLICT = "identity_conflict"
+EVENT_ORDER_CONFLICT = "event_order_conflict"
+
+_MISSING = object()
+
+
+def as_event_sequence(events: Any) -> list[Any] | tuple[Any, ...]:
+    """``events`` as a list/tuple without copying when it already is one (internal helper).
+
+    Anything that is not an iterable of entries (``None``, a number, a ``str``/``bytes``,
+    a single mapping) becomes a ledger of one uninterpretable entry, so the caller fails
+    closed instead of raising or guessing.
+    """
+    if isinstance(events, (list, tuple)):
+        return events
+    if events is None or isinstance(events, (str, bytes, bytearray, dict)):
+        return (_UNINTERPRETABLE,)
+    try:
+        return list(events)
+    except Exception:  # not iterable, or iteration failed
+        return (_UNINTERPRETABLE,)
+
+
+class _Uninterpretable:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<uninterpretable ledger input>"
+
+
+_UNINTERPRETABLE = _Uninterpretable()
+
+
+def _same_execution(first: dict | None, second: dict) -> bool:
+    """``(sessionId, invocationId, runId, turnId)`` equal; ``first`` absent → False."""
+    if first is None:
+        return False
+    get1 = first.get
+    get2 = second.get
+    return (
+        get1("sessionId") == get2("sessionId")
+        and get1("invocationId") == get2("invocationId")
+        and get1("runId") == get2("runId")
+        and get1("turnId") == get2("turnId")
+    )
+
+
+def _refs_of(event: dict) -> dict:
+    refs = event.get("refs")
+    return refs if isinstance(refs, dict) else {}
+
+
+def _hash_of_call(call_event: dict) -> str | None:
+    content = call_event.get("content")
+    if not isinstance(content, dict):
+        return None
+    args = content.get("args", _MISSING)
+    if args is _MISSING:
+        return None
+    try:
+        return canonical_args_hash(content.get("name"), args)
+    except Exception:  # §4.3 step 6: "if that throws" → conflict (never a crash)
+        return None
+
+
+def scan_tool_ledger(events: Iterable[Any]) -> ToolLedgerScan:
+    """Scan ``events`` in physical order (§4.3). Never raises; never mutates ``events``."""
+    events = as_event_sequence(events)
+    operations: list[ScannedOperation] = []
+    issues: list[ToolLedgerIssue] = []
+    add_issue = issues.append
+    seen: set[str] = set()
+    seen_add = seen.add
+    by_call: dict[tuple[str, str], ScannedOperation] = {}
+    by_operation: dict[str, ScannedOperation] = {}
+    spines: dict[str, tuple[str, str, str]] = {}
+    lane_of = lane_of_event
+    str_ = str
+
+    for e in events:
+        if not isinstance(e, dict):
+            add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, ""))
+            continue
+        get = e.get
+        eid = get("id")
+        if not isinstance(eid, str_):
+            add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, ""))
+            continue
+        # Step 1: duplicate ids are skipped entirely (read side never dedups).
+        if eid in seen:
+            add_issue(ToolLedgerIssue(DUPLICATE_EVENT_ID, eid))
+            continue
+        seen_add(eid)
+        inv = get("invocationId")
+        sid = get("sessionId")
+        rid = get("runId")
+        tid = get("turnId")
+        if (
+            isinstance(inv, str_)
+            and isinstance(sid, str_)
+            and isinstance(rid, str_)
+            and isinstance(tid, str_)
+        ):
+            # Step 2: the invocation's spine; the first recorded spine is kept.
+            spine = spines.get(inv)
+            if spine is None:
+                spines[inv] = (sid, rid, tid)
+            elif spine[0] != sid or spine[1] != rid or spine[2] != tid:
+                add_issue(ToolLedgerIssue(INVOCATION_IDENTITY_CONFLICT, eid))
+            # Step 3: lane check.
+            lane = lane_of(e)
+        else:
+            lane = CONFLICT
+        if lane == ORDINARY:
+            continue  # step 4 (partial) and ordinary events: nothing to group
+        if lane == CONFLICT:
+            add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, eid))
+            continue
+
+        if lane == FUNCTION_CALL:
+            # Step 5.
+            content = get("content")
+            call_id = content["id"]
+            name = content["name"]
+            key = (inv, call_id)
+            op = by_call.get(key)
+            if op is None:
+                op = ScannedOperation(call_id, name, None, e)
+                by_call[key] = op
+                operations.append(op)
+            elif op.call_event is None:
+                op.call_event = e
+                if op.tool_name != name:
+                    issue = ToolLedgerIssue(IDENTITY_CONFLICT, eid, op.operation_id or None, call_id)
+                    add_issue(issue)
+                    op.issues.append(issue)
+            else:
+                issue = ToolLedgerIssue(DUPLICATE_CALL, eid, op.operation_id or None, call_id)
+                add_issue(issue)
+                op.issues.append(issue)
+            continue
+
+        if lane == TOOL_DISPATCH:
+            # Step 6.
+            t = get("actions")["toolDispatch"]
+            t_op = t["operationId"]
+            t_call = t["providerToolCallId"]
+            t_name = t["toolName"]
+            key = (inv, t_call)
+            op = by_call.get(key)
+            if op is None:
+                op = ScannedOperation(t_call, t_name, t_op, None, e)
+                by_call[key] = op
+                operations.append(op)
+                issue = ToolLedgerIssue(EVENT_ORDER_CONFLICT, eid, t_op, t_call)
+                add_issue(issue)
+                op.issues.append(issue)
+            elif op.dispatch_event is not None:
+                issue = ToolLedgerIssue(DUPLICATE_DISPATCH, eid, t_op, t_call)
+                add_issue(issue)
+                op.issues.append(issue)
+                continue
+            bound = by_operation.get(t_op)
+            if bound is not None and bound is not op:
+                issue = ToolLedgerIssue(DUPLICATE_OPERATION, eid, t_op, t_call)
+                add_issue(issue)
+                bound.issues.append(issue)
+                op.issues.append(issue)
+                continue
+            op.operation_id = t_op
+            op.dispatch_event = e
+            by_operation[t_op] = op
+            refs = _refs_of(e)
+            call_event = op.call_event
+            if (
+                op.tool_name != t_name
+                or refs.get("operationId", _MISSING) != t_op
+                or refs.get("toolCallId", _MISSING) != t_call
+                or (call_event is not None and not _same_execution(call_event, e))
+            ):
+                issue = ToolLedgerIssue(IDENTITY_CONFLICT, eid, t_op, t_call)
+                add_issue(issue)
+                op.issues.append(issue)
+            if call_event is not None:
+                if _hash_of_call(call_event) != t["canonicalArgsHash"]:
+                    issue = ToolLedgerIssue(CANONICAL_ARGS_HASH_CONFLICT, eid, t_op, t_call)
+                    add_issue(issue)
+                    op.issues.append(issue)
+            response = op.response_event
+            if response is not None:
+                issue = ToolLedgerIssue(EVENT_ORDER_CONFLICT, eid, t_op, t_call)
+                add_issue(issue)
+                op.issues.append(issue)
+                rrefs = _refs_of(response)
+                if (
+                    rrefs.get("operationId", _MISSING) != t_op
+                    or rrefs.get("toolCallId", _MISSING) != t_call
+                    or not _same_execution(e, response)
+                ):
+                    issue = ToolLedgerIssue(IDENTITY_CONFLICT, response["id"], t_op, t_call)
+                    add_issue(issue)
+                    op.issues.append(issue)
+            continue
+
+        if lane == FUNCTION_RESPONSE:
+            # Step 7.
+            content = get("content")
+            call_id = content["id"]
+            name = content["name"]
+            key = (inv, call_id)
+            op = by_call.get(key)
+            if op is None:
+                op = ScannedOperation(call_id, name, None, None, None, e)
+                by_call[key] = op
+                operations.append(op)
+                issue = ToolLedgerIssue(ORPHAN_RESPONSE, eid, None, call_id)
+                add_issue(issue)
+                op.issues.append(issue)
+                continue
+            if op.response_event is not None:
+                issue = ToolLedgerIssue(DUPLICATE_RESPONSE, eid, op.operation_id or None, call_id)
+                add_issue(issue)
+                op.issues.append(issue)
+                continue
+            op.response_event = e
+            bad = op.tool_name != name or not _same_execution(op.call_event, e)
+            if not bad and op.operation_id is not None:
+                refs = _refs_of(e)
+                bad = (
+                    refs.get("operationId", _MISSING) != op.operation_id
+                    or refs.get("toolCallId", _MISSING) != op.tool_call_id
+                )
+            if bad:
+                issue = ToolLedgerIssue(IDENTITY_CONFLICT, eid, op.operation_id or None, call_id)
+                add_issue(issue)
+                op.issues.append(issue)
+            continue
+
+        # Step 8: reconcile_result / recovery_decision bind by payload.operationId.
+        payload_op = get("actions")["toolRecovery"]["payload"]["operationId"]
+        op = by_operation.get(payload_op)
+        if op is None:
+            ref_call = _refs_of(e).get("toolCallId")
+            add_issue(
+                ToolLedgerIssue(
+                    EVENT_ORDER_CONFLICT,
+                    eid,
+                    payload_op,
+                    ref_call if isinstance(ref_call, str) and ref_call else None,
+                )
+            )
+        elif lane == RECONCILE_RESULT:
+            op.reconcile_events.append(e)
+        else:
+            op.decision_events.append(e)
+
+    return ToolLedgerScan(tuple(operations), tuple(issues))
+
+
+__all__ = ["scan_tool_ledger"]
