@@ -193,3 +193,18 @@ def test_python_dash_m_runs_in_a_real_process(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     decision = json.loads(proc.stdout)["decisions"][0]
     assert (decision["status"], decision["reason"]) == ("definitely_not_dispatched", "new_protocol_before_dispatch")
+
+
+def test_reader_closing_the_pipe_early_is_not_a_crash() -> None:
+    """``maka-ref demo | head -1``: no traceback, exit 0 (a real pipe closed by the reader)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "maka_ref", "demo"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    stderr = proc.stderr.read()
+    code = proc.wait(timeout=60)
+    assert first.startswith(b"== ")
+    assert b"Traceback" not in stderr
+    assert code == 0

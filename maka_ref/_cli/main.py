@@ -10,6 +10,7 @@ stdout and one line on stderr.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any, NoReturn, Sequence, TextIO
 
@@ -136,5 +137,15 @@ def run(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stde
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    """Console-script entry point."""
-    sys.exit(run(argv))
+    """Console-script entry point.
+
+    A reader that closes the pipe early (``maka-ref demo | head``) is not an error: stop
+    quietly instead of printing a traceback.
+    """
+    try:
+        code = run(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_OK
+    sys.exit(code)
