@@ -196,9 +196,18 @@ def test_python_dash_m_runs_in_a_real_process(tmp_path: Path) -> None:
 
 
 def test_reader_closing_the_pipe_early_is_not_a_crash() -> None:
-    """``maka-ref demo | head -1``: no traceback, exit 0 (a real pipe closed by the reader)."""
+    """``maka-ref demo | head -1``: no traceback, exit 0 (a real pipe closed by the reader).
+
+    The output (hundreds of ledgers) is far larger than a pipe buffer, so the writer really
+    hits the closed pipe.
+    """
+    from maka_ref._cli.demo import bundled_examples
+
+    example = str(bundled_examples()[0][0])
     proc = subprocess.Popen(
-        [sys.executable, "-m", "maka_ref", "demo"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, "-m", "maka_ref", "demo", *([example] * 400)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     assert proc.stdout is not None and proc.stderr is not None
     first = proc.stdout.readline()
