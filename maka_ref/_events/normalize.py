@@ -15,7 +15,8 @@ Rules (and nothing else — every other content kind and field is returned uncha
 * keep ``inlineReferences`` whenever present, **including an empty array** (meaningful);
 * keep ``origin``, rewriting the legacy ``{kind: "automation", …}`` to
   ``{kind: "legacy_automation", …}``; keep ``steering`` (always ``true`` after validation);
-* keep ``providerOptions`` unchanged (not named by §2.1; see docs/choices/events.md).
+* drop ``providerOptions``: spec 10 §2.1's keep-list for text content does not name it, and
+  spec 30 §0.2 states (golden vector) that decoding drops a text ``providerOptions``.
 
 Pure; depends on ``_events._schema_common`` (frozen builders) and ``_events.constants``.
 """
@@ -89,9 +90,6 @@ def normalize_text_content(content: Mapping[str, Any]) -> FrozenDict:
         out["origin"] = normalize_turn_origin(origin)
     if content.get("steering", _MISSING) is True:
         out["steering"] = True
-    provider_options = content.get("providerOptions", _MISSING)
-    if provider_options is not _MISSING:
-        out["providerOptions"] = provider_options
     return frozen_dict(out)
 
 

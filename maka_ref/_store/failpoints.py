@@ -1,0 +1,170 @@
+"""Named failpoint hooks inside the store's write transactions (spec 30 §6, §10 items 9, 37).
+
+Why: the crash suites must stop a writer *inside* an open ``BEGIN IMMEDIATE`` transaction
+(then SIGKILL it) and the in-process tests must make a writer fail at the same places and
+prove a full rollback. Writers call :func:`failpoint` at the spec's stable names; nothing
+happens unless a failpoint is armed.
+
+Arming:
+
+* from the environment, read **once at import**: ``MAKA_REF_FAILPOINT=<name>`` or
+  ``<name>#<n>`` (fire on the n-th hit of ``name``, e.g. ``after_runtime_event_insert#2`` is
+  the crash mode ``inside_t2``), optionally suffixed ``:raise`` (default action ``block``);
+* in-process: ``arm(name, action, hit=1)`` (returns a context manager that disarms on exit)
+  and ``disarm()``.
+
+Actions: ``"raise"`` raises :class:`FailpointTriggered` (the writer must roll back fully);
+``"block"`` writes ``MAKA_FAILPOINT <name>\\n`` to stderr with one unbuffered ``os.write`` and
+then blocks the calling thread synchronously forever (no event loop turn, so no COMMIT or
+ROLLBACK can run) until the process is killed; a callable is called with the name (the crash
+lab uses this to print its own READY line before blocking).
+
+Unarmed cost: one global ``is None`` test per hook.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Callable, Literal, Union
+
+__all__ = [
+    "ENV_VAR",
+    "FAILPOINT_NAMES",
+    "Armed",
+    "FailpointTriggered",
+    "arm",
+    "armed",
+    "block_forever",
+    "disarm",
+    "failpoint",
+]
+
+ENV_VAR = "MAKA_REF_FAILPOINT"
+
+#: The stable names of spec 30 §10 item 37 (plus the workspace scan hook).
+FAILPOINT_NAMES: frozenset[str] = frozenset(
+    (
+        "after_runtime_event_insert",
+        "after_journal_event_insert",
+        "after_recovery_reconcile",
+        "after_recovery_outcome",
+        "after_recovery_decision",
+        "after_continuation_claim_insert",
+        "after_continuation_start_insert",
+        "after_workspace_epoch_event_insert",
+        "after_workspace_version_event_insert",
+        "after_workspace_epoch_projection_insert",
+        "after_workspace_version_projection_insert",
+        "after_workspace_head_projection_insert",
+        "after_workspace_canonical_scan",
+    )
+)
+
+Action = Union[Literal["raise", "block"], Callable[[str], None]]
+
+
+class FailpointTriggered(RuntimeError):
+    """Raised by a failpoint armed with ``"raise"``; writers must roll back completely."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"failpoint {name} triggered")
+        self.name = name
+
+
+@dataclass(slots=True)
+class Armed:
+    """The armed failpoint: fires on the ``hit``-th call of ``name``; ``count`` calls so far."""
+
+    name: str
+    action: Action
+    hit: int = 1
+    count: int = 0
+    fired: bool = False
+
+    def __enter__(self) -> "Armed":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        disarm()
+
+
+_armed: Armed | None = None
+_lock = threading.Lock()
+
+
+def block_forever() -> None:
+    """Block this thread synchronously until the process is killed (never returns)."""
+    event = threading.Event()
+    while True:
+        event.wait(3600.0)
+
+
+def failpoint(name: str) -> None:
+    """Hook called by writers at a named place. Does nothing unless ``name`` is armed."""
+    if _armed is None:
+        return
+    _fire(name)
+
+
+def _fire(name: str) -> None:
+    with _lock:
+        current = _armed
+        if current is None or current.name != name or current.fired:
+            return
+        current.count += 1
+        if current.count != current.hit:
+            return
+        current.fired = True
+        action = current.action
+    if action == "raise":
+        raise FailpointTriggered(name)
+    if action == "block":
+        os.write(2, f"MAKA_FAILPOINT {name}\n".encode())
+        block_forever()
+    assert callable(action)
+    action(name)
+
+
+def arm(name: str, action: Action = "raise", *, hit: int = 1) -> Armed:
+    """Arm ``name`` (replacing any armed failpoint); use the result as a context manager."""
+    global _armed
+    if name not in FAILPOINT_NAMES:
+        raise ValueError(f"unknown failpoint {name!r}")
+    if action not in ("raise", "block") and not callable(action):
+        raise ValueError(f"unknown failpoint action {action!r}")
+    if type(hit) is not int or hit < 1:
+        raise ValueError("failpoint hit must be a positive integer")
+    armed_point = Armed(name, action, hit)
+    with _lock:
+        _armed = armed_point
+    return armed_point
+
+
+def disarm() -> None:
+    """Disarm whatever is armed (idempotent)."""
+    global _armed
+    with _lock:
+        _armed = None
+
+
+def armed() -> Armed | None:
+    """The armed failpoint (with its hit ``count`` and ``fired`` flag), or None."""
+    return _armed
+
+
+def _arm_from_environment(value: str | None) -> None:
+    """Parse ``<name>[#<n>][:raise|:block]``; an unknown name is a loud configuration error."""
+    if not value:
+        return
+    spec, _, action = value.partition(":")
+    name, _, nth = spec.partition("#")
+    if action not in ("", "raise", "block"):
+        raise ValueError(f"{ENV_VAR}: unknown action {action!r}")
+    if nth and not nth.isdigit():
+        raise ValueError(f"{ENV_VAR}: hit must be a positive integer, got {nth!r}")
+    arm(name, action or "block", hit=int(nth) if nth else 1)  # type: ignore[arg-type]
+
+
+_arm_from_environment(os.environ.get(ENV_VAR))

@@ -1,0 +1,106 @@
+"""The store-wide tool-ledger health gate (spec 30 §2.1, §10 items 24–25).
+
+Why workspace-wide: a ledger that scans as corrupt anywhere means the store can no longer be
+trusted to keep tool boundaries exclusive, so *every* tool-bearing write fails closed
+(ordinary appends are not gated). Exact retries are not a bypass.
+
+Why ``PRAGMA data_version``: scanning every event on every write would be quadratic; the
+pragma changes exactly when *another* connection committed, which is the only way the
+ledger can change behind our back (our own commits passed the transition check). So the
+result of the last full scan is cached and recomputed only when that number moves.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from maka_ref._ledger.scanner import scan_tool_ledger
+from maka_ref._ledger.transition import validate_transition
+from maka_ref._store.errors import ToolLedgerCorruptionError, ToolLedgerRejectionError
+from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row
+
+__all__ = ["HealthGate", "assert_tool_ledger_transition", "scan_store"]
+
+
+def scan_store(conn: sqlite3.Connection) -> BaseException | None:
+    """Full scan of ``runtime_events`` in (invocation_id, event_seq, event_id) order.
+
+    Returns the failure (a decode error, or a :class:`ToolLedgerCorruptionError` for the first
+    scanner issue) or None when healthy. Never raises for ledger content.
+    """
+    rows = conn.execute(
+        f"SELECT {EVENT_COLUMNS} FROM runtime_events ORDER BY invocation_id ASC, event_seq ASC, event_id ASC"
+    ).fetchall()
+    events = []
+    for row in rows:
+        try:
+            events.append(decode_event_row(row).event)
+        except Exception as error:  # noqa: BLE001 - cached and re-thrown by check()
+            return error
+    scan = scan_tool_ledger(events)
+    if scan.issues:
+        first = scan.issues[0]
+        return ToolLedgerCorruptionError(first.code, first.event_id)
+    return None
+
+
+class HealthGate:
+    """Caches :func:`scan_store` per connection, keyed by ``PRAGMA data_version``."""
+
+    __slots__ = ("_conn", "_data_version", "_failure", "_scanned")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._data_version: object = None
+        self._failure: BaseException | None = None
+        self._scanned = False
+
+    def refresh(self) -> None:
+        """Rescan now (at open, and whenever another connection committed)."""
+        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        self._failure = scan_store(self._conn)
+        self._data_version = version
+        self._scanned = True
+
+    def failure(self) -> BaseException | None:
+        """The cached failure after rescanning if ``data_version`` moved."""
+        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        if not self._scanned or version != self._data_version:
+            self._failure = scan_store(self._conn)
+            self._data_version = version
+            self._scanned = True
+        return self._failure
+
+    def check(self) -> None:
+        """Raise the cached failure: decode errors as themselves, scan issues as
+        :class:`ToolLedgerCorruptionError` (a fresh instance each time)."""
+        failure = self.failure()
+        if failure is None:
+            return
+        if isinstance(failure, ToolLedgerCorruptionError):
+            raise ToolLedgerCorruptionError(failure.code, failure.event_id)
+        raise failure.with_traceback(None)
+
+
+def assert_tool_ledger_transition(
+    conn: sqlite3.Connection, gate: HealthGate, candidates: list, kind: str
+) -> tuple:
+    """§2.1 transition check: the health gate, then the existing events of the candidate
+    invocations only, then ``validate_transition``. Returns the non-retry candidates.
+
+    A refusal raises :class:`ToolLedgerRejectionError` (the store stays healthy).
+    """
+    gate.check()
+    invocation_ids = sorted({candidate["invocationId"] for candidate in candidates})
+    existing = []
+    for invocation_id in invocation_ids:
+        rows = conn.execute(
+            f"SELECT {EVENT_COLUMNS} FROM runtime_events WHERE invocation_id = ? ORDER BY event_seq ASC, event_id ASC",
+            (invocation_id,),
+        ).fetchall()
+        existing.extend(decode_event_row(row).event for row in rows)
+    result = validate_transition(existing, candidates, kind)  # type: ignore[arg-type]
+    if not result.ok:
+        assert result.issue is not None
+        raise ToolLedgerRejectionError(result.issue.code, result.issue.event_id)
+    return result.remaining

@@ -1,0 +1,192 @@
+"""Mutable partial snapshots and text segments (spec 30 §2.2 "Partial events", §4).
+
+Why they exist and why they are never authority: streaming chunks are presentation state.
+They live in ``runtime_partial_snapshots`` / ``runtime_partial_segments``, are merged into
+``read_runtime_events`` for display, and never enter immutable reads, prefixes or digests.
+The immutable final of a stream deletes its snapshot (segments go by ``ON DELETE CASCADE``).
+
+Layout: the first chunk inserts a snapshot whose payload is the chunk with empty text,
+anchored after the run's latest immutable event; later chunks only bump ``updated_at``. Text is
+appended to segments, coalescing chunks while a segment stays within 64 KiB of UTF-8.
+
+A corrupt snapshot (bad JSON, schema failure, identity columns or stream key that disagree
+with the payload) is skipped on read, silently — it must never hide immutable events.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, Iterable, Mapping
+
+from maka_ref._codec.frozen import freeze, thaw
+from maka_ref._codec.jsontext import parse_json, stable_json
+from maka_ref._events.schema import decode_runtime_event
+from maka_ref._store.errors import StoreError
+from maka_ref._store.partial_keys import PartialStream, completed_stream_key, partial_stream
+from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row
+
+__all__ = [
+    "SEGMENT_MAX_BYTES",
+    "PartialSnapshot",
+    "append_partial",
+    "check_partial_batch",
+    "merge_partials",
+    "read_partials",
+]
+
+#: Segments coalesce chunks up to this many UTF-8 bytes (a single larger chunk stays whole).
+SEGMENT_MAX_BYTES = 64 * 1024
+
+
+class PartialSnapshot:
+    """A decoded snapshot: the visible event (text merged) and its anchor."""
+
+    __slots__ = ("after_event_id", "event")
+
+    def __init__(self, event: Any, after_event_id: str | None) -> None:
+        self.event = event
+        self.after_event_id = after_event_id
+
+
+def _stream_completed(conn: sqlite3.Connection, session_id: str, run_id: str, key: str) -> bool:
+    rows = conn.execute(
+        f"SELECT {EVENT_COLUMNS} FROM runtime_events WHERE session_id = ? AND run_id = ?", (session_id, run_id)
+    ).fetchall()
+    return any(completed_stream_key(decode_event_row(row).event) == key for row in rows)
+
+
+def _append_text(conn: sqlite3.Connection, key: str, text: str, updated_at: Any) -> None:
+    if not text:
+        return
+    size = len(text.encode("utf-8", "surrogatepass"))
+    last = conn.execute(
+        "SELECT segment_seq, length(CAST(text_content AS BLOB)) FROM runtime_partial_segments "
+        "WHERE stream_key = ? ORDER BY segment_seq DESC LIMIT 1",
+        (key,),
+    ).fetchone()
+    if last is not None and last[1] + size <= SEGMENT_MAX_BYTES:
+        conn.execute(
+            "UPDATE runtime_partial_segments SET text_content = text_content || ?, updated_at = ? "
+            "WHERE stream_key = ? AND segment_seq = ?",
+            (text, updated_at, key, last[0]),
+        )
+        return
+    conn.execute(
+        "INSERT INTO runtime_partial_segments (stream_key, segment_seq, text_content, updated_at) VALUES (?, ?, ?, ?)",
+        (key, (last[0] if last is not None else 0) + 1, text, updated_at),
+    )
+
+
+def append_partial(conn: sqlite3.Connection, event: Mapping[str, Any], stream: PartialStream) -> bool:
+    """Store one streamable chunk (identity already checked); True when it opened the stream.
+
+    A stream already completed by an immutable event is ignored (returns False).
+    """
+    key = stream.key
+    exists = conn.execute("SELECT 1 FROM runtime_partial_snapshots WHERE stream_key = ?", (key,)).fetchone()
+    if exists is None:
+        if _stream_completed(conn, event["sessionId"], event["runId"], key):
+            return False
+        anchor = conn.execute(
+            "SELECT event_id FROM runtime_events WHERE session_id = ? AND run_id = ? ORDER BY event_seq DESC LIMIT 1",
+            (event["sessionId"], event["runId"]),
+        ).fetchone()
+        snapshot = thaw(event)
+        if stream.kind in ("text", "thinking"):
+            snapshot["content"]["text"] = ""
+        conn.execute(
+            "INSERT INTO runtime_partial_snapshots (stream_key, session_id, invocation_id, run_id, turn_id, "
+            "after_event_id, payload_json, text_content, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, '', ?)",
+            (
+                key,
+                event["sessionId"],
+                event["invocationId"],
+                event["runId"],
+                event["turnId"],
+                anchor[0] if anchor is not None else None,
+                stable_json(snapshot),
+                event["ts"],
+            ),
+        )
+    else:
+        conn.execute("UPDATE runtime_partial_snapshots SET updated_at = ? WHERE stream_key = ?", (event["ts"], key))
+    _append_text(conn, key, stream.text, event["ts"])
+    return exists is None
+
+
+def check_partial_batch(events: list[Any]) -> None:
+    """A partial batch holds partial events of exactly one presentation stream."""
+    if any(event.get("partial") is not True for event in events):
+        raise StoreError("Runtime partial batch contains a non-partial event", code="partial_batch_non_partial")
+    keys = set()
+    for event in events:
+        stream = partial_stream(event)
+        keys.add(stream.key if stream is not None else None)
+    if len(keys) != 1 or None in keys:
+        raise StoreError(
+            "Runtime partial batch must contain exactly one presentation stream", code="partial_batch_streams"
+        )
+
+
+def _decode_snapshot(conn: sqlite3.Connection, row: tuple[Any, ...]) -> PartialSnapshot | None:
+    key, session_id, invocation_id, run_id, turn_id, after_event_id, payload_json, text_content = row
+    try:
+        event = decode_runtime_event(parse_json(payload_json))
+        stream = partial_stream(event)
+        if (
+            event.get("sessionId") != session_id
+            or event.get("invocationId") != invocation_id
+            or event.get("runId") != run_id
+            or event.get("turnId") != turn_id
+            or stream is None
+            or stream.key != key
+        ):
+            return None
+        if stream.kind in ("text", "thinking"):
+            segments = conn.execute(
+                "SELECT text_content FROM runtime_partial_segments WHERE stream_key = ? ORDER BY segment_seq",
+                (key,),
+            ).fetchall()
+            visible = thaw(event)
+            visible["content"]["text"] = (text_content or "") + "".join(segment[0] for segment in segments)
+            event = freeze(visible)
+        return PartialSnapshot(event, after_event_id or None)
+    except Exception:  # noqa: BLE001 - presentation state: a corrupt snapshot is skipped
+        return None
+
+
+def read_partials(conn: sqlite3.Connection, session_id: str, run_id: str) -> list[PartialSnapshot]:
+    """Decodable snapshots of one run, ordered by ``updated_at`` then ``stream_key``."""
+    rows = conn.execute(
+        "SELECT stream_key, session_id, invocation_id, run_id, turn_id, after_event_id, payload_json, text_content "
+        "FROM runtime_partial_snapshots WHERE session_id = ? AND run_id = ? ORDER BY updated_at ASC, stream_key ASC",
+        (session_id, run_id),
+    ).fetchall()
+    out = []
+    for row in rows:
+        snapshot = _decode_snapshot(conn, row)
+        if snapshot is not None:
+            out.append(snapshot)
+    return out
+
+
+def _order(snapshot: PartialSnapshot) -> tuple[Any, str]:
+    return (snapshot.event["ts"], snapshot.event["id"])
+
+
+def merge_partials(immutable: Iterable[Any], snapshots: list[PartialSnapshot]) -> list[Any]:
+    """§4: unanchored snapshots lead, anchored ones follow their event, orphans trail."""
+    leading = sorted((s for s in snapshots if s.after_event_id is None), key=_order)
+    anchored: dict[str, list[PartialSnapshot]] = {}
+    for snapshot in snapshots:
+        if snapshot.after_event_id is not None:
+            anchored.setdefault(snapshot.after_event_id, []).append(snapshot)
+    merged = [s.event for s in leading]
+    for event in immutable:
+        merged.append(event)
+        group = anchored.pop(event["id"], None)
+        if group:
+            merged.extend(s.event for s in sorted(group, key=_order))
+    for group in anchored.values():
+        merged.extend(s.event for s in sorted(group, key=_order))
+    return merged
