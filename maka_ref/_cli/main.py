@@ -53,6 +53,13 @@ def _build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="resolve and plan the example ledgers shipped with maka_ref")
     p.add_argument("paths", nargs="*", help="ledger files (default: the bundled examples)")
+
+    p = sub.add_parser("inspect", help="print everything a workspace's store knows, read-only")
+    p.add_argument("--workspace", required=True, metavar="DIR", help="the storage root to inspect")
+
+    p = sub.add_parser("run", help="run one scripted turn of the live runtime; print the run summary (docs/choices/runtime.md)")
+    p.add_argument("--workspace", required=True, metavar="DIR", help="the workspace (tools act here; holds runtime.sqlite)")
+    p.add_argument("--script", required=True, metavar="FILE", help="provider script (maka_ref/_runtime/script.schema.json)")
     return parser
 
 
@@ -114,12 +121,38 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     return run_demo(args.paths, out)
 
 
+def _cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
+    from maka_ref._inspect import inspect_workspace
+    from maka_ref._store.errors import StoreError
+
+    try:
+        document = inspect_workspace(args.workspace)
+    except StoreError as exc:
+        raise InputError(exc.code, " ".join(exc.message.splitlines())) from None
+    _emit(document, out)
+    return EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    """Exit 0 when the run completed, 1 when it ended ``failed`` (summary printed either way)."""
+    from maka_ref._runtime import run_turn
+
+    try:
+        summary = run_turn(args.workspace, args.script)
+    except MakaRefError as exc:
+        raise InputError(exc.code, " ".join(exc.message.splitlines())) from None
+    _emit(summary.to_json(), out)
+    return EXIT_OK if summary.status == "completed" else 1
+
+
 _COMMANDS = {
     "resolve": _cmd_resolve,
     "plan": _cmd_plan,
     "encode": _cmd_encode,
     "args-hash": _cmd_args_hash,
     "demo": _cmd_demo,
+    "inspect": _cmd_inspect,
+    "run": _cmd_run,
 }
 
 

@@ -10,8 +10,32 @@ Why each rule:
   journal state), then WAL (retried every 10 ms for 5 s on BUSY, because switching needs an
   exclusive moment that concurrent first openers contend for), ``synchronous=FULL``,
   ``foreign_keys=ON`` (ignored inside a transaction, so it is set at connect).
-* **Read-only** connections use a ``file:…?mode=ro`` URI, so inspecting a root never creates
-  the database file or its directory; ``query_only`` makes any write attempt fail.
+* **Read-only** connections never create a file (§1.1, §10 item 33) and ``query_only`` makes
+  any write attempt fail. The URI depends on what lies next to the database
+  (:func:`read_only_uri`):
+
+  - **no ``-wal`` and no ``-journal``: ``mode=ro&immutable=1``.** A plain ``mode=ro`` open of
+    a WAL database *creates* ``<db>-wal`` and ``<db>-shm`` (SQLite needs the WAL index to
+    read), so it is not side-effect free. ``immutable=1`` reads the main file only, takes no
+    locks and creates nothing (``mode=ro`` stays: ``immutable`` alone would still *create* a
+    missing database file). It is safe here because SQLite deletes ``-wal`` when the last
+    connection closes cleanly after checkpointing everything into the main file, so *no
+    ``-wal`` file means every committed frame is already in the main file*; and no
+    ``-journal`` means no rollback-mode transaction is half-written into it. Residual risk, by construction of
+    ``immutable``: the handle is a snapshot of the main file. It does not see commits of a
+    writer that opens *after* it, and a checkpoint by such a writer into the main file while
+    the handle reads can make it see torn pages (SQLite then reports corruption). Read-only
+    handles are for short-lived inspection; ``maka-ref inspect`` goes further and reads a
+    private copy of the files (``maka_ref._inspect.snapshot``).
+  - **a ``-wal`` (or ``-journal``) exists: ``mode=ro``.** A live or killed writer may hold
+    committed frames that are only in the WAL; they must be read through the WAL index, so
+    the reader takes part in SQLite's locking protocol. A writer (live or killed) leaves the
+    ``-shm`` next to its ``-wal``, so normally nothing is created (only a ``-wal`` left
+    without its ``-shm`` makes SQLite create the ``-shm``); but the reader does write read
+    marks into ``-shm``: SQLite offers no way to read un-checkpointed frames without that,
+    which is why ``inspect`` never opens the workspace's files with SQLite at all. A hot
+    rollback ``-journal`` cannot be rolled back by a read-only handle, so SQLite refuses
+    to read rather than show a half-written transaction.
 * **Rollback keeps the original error**: a failing ROLLBACK is swallowed so it cannot mask
   the cause (including ``KeyboardInterrupt`` / failpoint exceptions).
 
@@ -21,6 +45,7 @@ transaction runs inside the caller's transaction (the outer owner commits or rol
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from contextlib import contextmanager
@@ -36,6 +61,7 @@ __all__ = [
     "check_json_support",
     "connect",
     "is_busy_error",
+    "read_only_uri",
     "read_transaction",
     "write_transaction",
 ]
@@ -97,16 +123,29 @@ def _configure_wal(conn: sqlite3.Connection) -> None:
         raise StoreError(f"SQLite runtime requires WAL journal mode, received {mode}", code="wal_unavailable")
 
 
+def read_only_uri(db_path: str | Path) -> str:
+    """The ``file:`` URI of a read-only open: ``mode=ro&immutable=1`` when neither ``<db>-wal`` nor
+    ``<db>-journal`` exists (nothing is created, every committed page is in the main file),
+    else ``mode=ro`` (committed frames may live only in the WAL). See the module docstring."""
+    path = Path(db_path).absolute()
+    base = path.as_uri()
+    sidecars = (Path(f"{path}-wal"), Path(f"{path}-journal"))
+    if any(os.path.lexists(sidecar) for sidecar in sidecars):
+        return base + "?mode=ro"
+    return base + "?mode=ro&immutable=1"
+
+
 def connect(db_path: str | Path, *, read_only: bool) -> sqlite3.Connection:
     """Open ``db_path`` configured as a writer (§1.1 steps 1–4) or as a read-only reader.
 
-    The writer creates the parent directory; the reader never creates anything and raises
-    ``sqlite3.OperationalError`` when the file does not exist. Migration and capability checks
-    (§1.1 step 5) are the caller's job (``schema.migrate`` / ``schema.check_capabilities``).
+    The writer creates the parent directory; the reader never creates anything (see
+    :func:`read_only_uri`) and raises ``sqlite3.OperationalError`` when the file does not
+    exist. Migration and capability checks (§1.1 step 5) are the caller's job
+    (``schema.migrate`` / ``schema.check_capabilities``).
     """
     path = Path(db_path)
     if read_only:
-        uri = path.absolute().as_uri() + "?mode=ro"
+        uri = read_only_uri(path)
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=5.0)
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

@@ -1,0 +1,17 @@
+"""Read-only inspection of a workspace's durable store (issue 3 item 7; docs/inspect.md).
+
+``inspect_workspace(path) -> dict`` returns everything the store knows — storage kind,
+schema versions, runs (AgentRun headers, immutable events, the RecoveryResolver result and
+Phase 0 plan of each), tool projections and the health scan — as one JSON-ready document, and
+leaves every file of the workspace byte-identical (SQLite only ever opens a private copy).
+``maka-ref inspect --workspace DIR`` prints it.
+
+Modules: ``api`` (entry point, workspace checks, error codes), ``snapshot`` (the private
+consistent copy), ``sqlite_view`` / ``jsonl_view`` (one per storage kind), ``document``
+(the shared run shape and health result).
+"""
+
+from maka_ref._inspect.api import inspect_workspace
+from maka_ref._inspect.document import FORMAT
+
+__all__ = ["FORMAT", "inspect_workspace"]
