@@ -60,7 +60,7 @@ FAILPOINT_NAMES: frozenset[str] = frozenset(
         "after_workspace_head_projection_insert",
         "after_workspace_canonical_scan",
     )
-)
+) | frozenset(f"P{n}" for n in range(12))  # live tool-loop points (maka_ref._runtime, spec 20 §2)
 
 Action = Union[Literal["raise", "block"], Callable[[str], None]]
 

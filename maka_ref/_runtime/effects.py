@@ -1,0 +1,125 @@
+"""The workspace effect log ``.maka-effects.jsonl``: the crash lab's oracle for "ran twice".
+
+Why: the RuntimeEvent ledger says what the runtime *committed*; it cannot say whether an
+implementation started after a kill between T1 and T2. So every real start of a tool
+implementation first appends one JSON line
+
+    {"operationId": "toolop_…", "tool": "Write", "argsHash": "sha256:…", "pid": 1234}
+
+and makes it durable (one ``os.write`` on an ``O_APPEND`` descriptor, then ``fsync``; the
+directory is fsynced when the file was just created) **before** the side effect begins. A
+line therefore proves "the implementation may have started"; its absence proves it never
+did. Two lines with the same ``operationId`` mean the same operation started twice.
+
+The log is append-only and never read by the runtime itself; tools may not touch it (it is a
+reserved name in :mod:`maka_ref._runtime.paths`). A torn last line (a kill inside the one
+``write``) is tolerated by :func:`read_effect_log`, which reports it instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = [
+    "EFFECT_LOG_NAME",
+    "EffectLog",
+    "EffectLogContents",
+    "append_effect_start",
+    "read_effect_log",
+]
+
+EFFECT_LOG_NAME: Final = ".maka-effects.jsonl"
+_O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+
+
+def _fsync_directory(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_CLOEXEC)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def append_effect_start(workspace: str | os.PathLike[str], operation_id: str, tool: str, args_hash: str) -> None:
+    """Append one start line and fsync it before returning (see the module docstring)."""
+    root = Path(workspace)
+    path = root / EFFECT_LOG_NAME
+    line = json.dumps(
+        {"operationId": operation_id, "tool": tool, "argsHash": args_hash, "pid": os.getpid()},
+        ensure_ascii=True,
+        separators=(",", ":"),
+    ).encode("ascii") + b"\n"
+    created = not os.path.lexists(path)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(line)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if created:
+        _fsync_directory(root)
+
+
+@dataclass(frozen=True, slots=True)
+class EffectLogContents:
+    """Parsed log: ``entries`` in order; ``torn_tail`` when the last line is incomplete."""
+
+    entries: tuple[dict[str, Any], ...]
+    torn_tail: bool
+
+    def starts_by_operation(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for entry in self.entries:
+            key = entry.get("operationId")
+            if isinstance(key, str):
+                counts[key] = counts.get(key, 0) + 1
+        return counts
+
+
+def read_effect_log(workspace: str | os.PathLike[str]) -> EffectLogContents:
+    """Read the log of ``workspace`` (absent → empty). Lines that are not JSON objects raise
+    ``ValueError`` unless they are the unterminated last line (a torn tail)."""
+    path = Path(workspace) / EFFECT_LOG_NAME
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return EffectLogContents((), False)
+    lines = data.split(b"\n")
+    torn = lines[-1] != b""
+    complete = lines[:-1]
+    entries: list[dict[str, Any]] = []
+    for number, raw in enumerate(complete, start=1):
+        value = json.loads(raw.decode("ascii"))
+        if not isinstance(value, dict):
+            raise ValueError(f"effect log line {number} is not a JSON object")
+        entries.append(value)
+    return EffectLogContents(tuple(entries), torn)
+
+
+class EffectLog:
+    """The effect log of one workspace (a small handle so tools and tests share one path)."""
+
+    def __init__(self, workspace: str | os.PathLike[str]) -> None:
+        self.workspace = Path(workspace)
+
+    @property
+    def path(self) -> Path:
+        return self.workspace / EFFECT_LOG_NAME
+
+    def record_start(self, operation_id: str, tool: str, args_hash: str) -> None:
+        append_effect_start(self.workspace, operation_id, tool, args_hash)
+
+    def read(self) -> EffectLogContents:
+        return read_effect_log(self.workspace)

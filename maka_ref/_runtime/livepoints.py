@@ -1,0 +1,51 @@
+"""The live tool-loop failpoints P0–P11 (spec 20 §2) and where the loop reaches them.
+
+Why a module: the P-points are armed and announced exactly like the store's hooks
+(``MAKA_REF_FAILPOINT=P3`` → one stderr line ``MAKA_FAILPOINT P3``, then the thread blocks
+until the process is killed; ``:raise`` and ``#n`` work too), because they *are* store hooks:
+the loop calls :func:`maka_ref._store.failpoints.failpoint` with the P id at each boundary.
+This module only names them and records which ones the loop reaches today.
+
+Placement (full table with the committed prefixes a kill leaves: ``docs/failpoints.md``,
+section "Live tool-loop failpoints P0–P11"):
+
+====  ==========================================  =============================================
+id    T1 protocol (``t1_after_preflight_v1``)     legacy protocol
+====  ==========================================  =============================================
+P0    preflight passed, before T1                 preflight passed, before the call append
+P1    right after T1 committed (call, dispatch    right after the generic call append
+      and the prepared journal commit together)
+P2    right before the implementation starts      same (no journal exists in legacy)
+      (before the effect-log line)
+P3    inside the implementation: effect-log line  same
+      durable and the effect partially done
+P4    implementation returned, before T2          implementation returned, before the response
+                                                  append
+P5    right after T2 committed (response and      right after the generic response append
+      outcome journal commit together)
+P6    before the result is handed to the          same
+      provider (appended to its history)
+P7    result handed on, before the next           same
+      provider step
+P8    before the terminal RuntimeEvent commit     same
+P9    terminal event committed, before the        same
+      terminal run-header update
+====  ==========================================  =============================================
+
+P10 (recovery-decision commit) and P11 (continuation-run creation) belong to startup repair
+and Phase 1 continuation, which are not built yet: :data:`PENDING_FAILPOINTS`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["LIVE_FAILPOINTS", "PENDING_FAILPOINTS"]
+
+#: Reached by the live loop of :func:`maka_ref._runtime.run_turn.run_turn`, in loop order.
+LIVE_FAILPOINTS: Final = ("P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9")
+#: Named by spec 20 §2 but owned by later work (startup repair, continuation).
+PENDING_FAILPOINTS: Final = {
+    "P10": "recovery-decision commit: startup repair / reconcile (issue 4 item 5, not built yet)",
+    "P11": "continuation-run creation: Phase 1 continuation (issue 4 item 6, not built yet)",
+}

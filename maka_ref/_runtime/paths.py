@@ -1,0 +1,96 @@
+"""Workspace confinement of tool paths.
+
+Why: the tools act on the real filesystem, and the workspace also holds the runtime's own
+durable state (``runtime.sqlite`` and its WAL, the identity marker, the effect log). A tool
+path must therefore (1) be a relative path inside the workspace, (2) stay inside it after
+every symlink is resolved, and (3) never name the runtime's own files. A violation is a
+:class:`ConfinementError`, which the runtime turns into a tool **error result** (``isError``)
+— never a crash.
+
+Rules (checked in this order; the first failure wins):
+
+1. the path is a non-empty string without NUL and without ``\\`` (one separator on every
+   platform, so a Windows-style path cannot smuggle ``..``);
+2. it is not absolute (``/x``; also ``C:...`` drive forms);
+3. no component is ``..`` (``.`` and empty components are dropped; nothing may remain empty);
+4. the first component is not reserved (case-insensitively): ``runtime.sqlite`` and its
+   ``-wal``/``-shm``/``-journal`` files, ``.maka-workspace.json``, ``.maka-effects.jsonl``,
+   ``.maka`` and ``.git``;
+5. after ``os.path.realpath`` (every symlink of the existing prefix resolved) the target is
+   strictly inside the canonical workspace root, and its first component relative to the
+   root is not reserved either (a symlink *inside* the workspace must not reach
+   ``runtime.sqlite``).
+
+Preflight runs these checks before T1, and the implementation runs them again just before
+its side effect (the filesystem may have changed in between). A symlink swapped in after
+that second check is not defended against (single-user reference runtime; documented).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Final
+
+from maka_ref._runtime.errors import RuntimeLoopError
+
+__all__ = [
+    "RESERVED_NAMES",
+    "ConfinementError",
+    "confine",
+]
+
+RESERVED_NAMES: Final = frozenset(
+    {
+        "runtime.sqlite",
+        "runtime.sqlite-wal",
+        "runtime.sqlite-shm",
+        "runtime.sqlite-journal",
+        ".maka-workspace.json",
+        ".maka-effects.jsonl",
+        ".maka",
+        ".git",
+    }
+)
+_DRIVE: Final = re.compile(r"[A-Za-z]:")
+
+
+class ConfinementError(RuntimeLoopError):
+    """A tool path is not confined to the workspace; ``code`` names the rule."""
+
+    code = "path_not_confined"
+
+
+def _reserved(component: str) -> bool:
+    return component.casefold() in RESERVED_NAMES
+
+
+def confine(root: str | os.PathLike[str], path: Any) -> Path:
+    """The resolved absolute path of ``path`` inside the workspace ``root`` (already canonical:
+    ``os.path.realpath`` of an existing directory), or :class:`ConfinementError`."""
+    if not isinstance(path, str) or not path:
+        raise ConfinementError("Tool path must be a non-empty string", code="path_invalid")
+    if "\x00" in path or "\\" in path:
+        raise ConfinementError("Tool path must not contain NUL or backslash characters", code="path_invalid")
+    if path.startswith("/") or os.path.isabs(path) or _DRIVE.match(path):
+        raise ConfinementError(f"Tool path must be relative to the workspace: {path!r}", code="path_absolute")
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    if any(part == ".." for part in parts):
+        raise ConfinementError(f"Tool path must not contain '..': {path!r}", code="path_parent_reference")
+    if not parts:
+        raise ConfinementError(f"Tool path names the workspace itself: {path!r}", code="path_invalid")
+    if _reserved(parts[0]):
+        raise ConfinementError(f"Tool path names a reserved runtime file: {path!r}", code="path_reserved")
+    root_text = os.fspath(root)
+    resolved = os.path.realpath(os.path.join(root_text, *parts))
+    try:
+        inside = os.path.commonpath([root_text, resolved]) == root_text and resolved != root_text
+    except ValueError:  # different drives (Windows)
+        inside = False
+    if not inside:
+        raise ConfinementError(f"Tool path escapes the workspace through a symlink: {path!r}", code="path_symlink_escape")
+    relative = os.path.relpath(resolved, root_text).split(os.sep)
+    if _reserved(relative[0]):
+        raise ConfinementError(f"Tool path resolves to a reserved runtime file: {path!r}", code="path_reserved")
+    return Path(resolved)

@@ -1,0 +1,323 @@
+"""The real tools of the reference runtime: ``Write``, ``Edit``, ``Read``, ``Append``.
+
+Why real tools: the crash lab's hardest promise is about *side effects* — no completed tool
+runs twice, no unknown side effect is called "not executed". That needs tools whose effects
+are on disk, can be half done when the process is killed, and can be checked afterwards.
+
+Each tool declares
+
+* ``args_schema`` — a JSON Schema (checked with ``jsonschema`` in preflight, before T1);
+* ``recovery_mode`` — the ``toolDispatch.recoveryMode`` written by T1 (spec 10 §1.3.1):
+
+  ========  =====================  ================================================================
+  tool      recoveryMode           why
+  ========  =====================  ================================================================
+  Read      ``replay_safe``        no side effect; running it again is harmless
+  Write     ``reconcile``          whole-file content is self-describing evidence: after a crash a
+                                   reconciler can compare the file with ``args.content``
+                                   (equal → effect done; else not done / diverged). Nothing
+                                   reconciles automatically yet (Phase 3), so it parks until then.
+  Edit      ``never_auto_retry``   a second run is not idempotent in general (the new text may
+                                   contain the old one) and "old text absent" is ambiguous
+                                   evidence without a pre-image, which we do not record
+  Append    ``never_auto_retry``   not idempotent; a kill mid-append leaves a torn append
+  ========  =====================  ================================================================
+
+* ``preflight(root, args)`` — argument schema and workspace confinement; raising
+  :class:`ToolError` / :class:`~maka_ref._runtime.paths.ConfinementError` makes the runtime
+  commit a pre-T1 synthetic error response instead of crossing T1;
+* ``run(ctx, args)`` — the implementation: re-checks confinement (the filesystem may have
+  changed since preflight), performs the effect and returns a JSON result; an expected
+  failure raises :class:`ToolError`, which the runtime commits through T2 as an ``isError``
+  result. The effect-log line is written by the runtime immediately before ``run``.
+
+Durability: ``Write`` and ``Edit`` replace the whole file through a temporary file in the
+same directory (``.<name>.<operationId>.tmp``: written, fsynced, renamed over the target,
+directory fsynced). ``Append`` appends in two writes. Failpoint ``P3`` ("implementation in
+progress", spec 20 §2) sits where the effect is *partially* done: after the temporary file is
+durable and before the rename (``Write``/``Edit``), between the two halves of an append
+(``Append``), after the file was read (``Read``). A kill at P3 therefore leaves the temporary
+file behind (``Write``/``Edit``) or half the appended bytes (``Append``).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+import jsonschema
+
+from maka_ref._runtime.errors import RuntimeLoopError
+from maka_ref._runtime.paths import confine
+from maka_ref._store.failpoints import failpoint
+
+__all__ = [
+    "MAX_READ_BYTES",
+    "TOOLS",
+    "AppendTool",
+    "EditTool",
+    "ReadTool",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "WriteTool",
+    "temp_path_for",
+]
+
+MAX_READ_BYTES: Final = 1024 * 1024
+_O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+
+
+class ToolError(RuntimeLoopError):
+    """An expected tool failure; becomes an ``isError`` result ``{"code", "message"}``."""
+
+    code = "tool_failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What an implementation may use: the canonical workspace root and its operation id."""
+
+    root: Path
+    operation_id: str
+
+
+def _path_schema() -> dict[str, Any]:
+    return {"type": "string", "minLength": 1}
+
+
+def _fsync_directory(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_CLOEXEC)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _encode(text: str, what: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolError(f"{what} is not encodable as UTF-8 (lone surrogate)", code="content_not_encodable") from None
+
+
+def _display(parts_path: str) -> str:
+    """The path as the tool reports it: normalised relative form (``a//./b`` → ``a/b``)."""
+    return "/".join(part for part in parts_path.split("/") if part not in ("", "."))
+
+
+def temp_path_for(target: Path, operation_id: str) -> Path:
+    """The temporary file a ``Write``/``Edit`` of ``target`` uses (left behind by a kill at P3)."""
+    return target.parent / f".{target.name}.{operation_id}.tmp"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _require_regular_or_absent(target: Path) -> os.stat_result | None:
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ToolError(f"Cannot stat {target.name}: {exc.strerror or exc}", code="io_error") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolError(f"{target.name} is not a regular file", code="not_a_file")
+    return info
+
+
+def _replace_file(target: Path, data: bytes, operation_id: str, mode: int) -> None:
+    """Temp file + fsync + rename + directory fsync; P3 between the durable temp and the rename."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = temp_path_for(target, operation_id)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
+    try:
+        fd = os.open(temp, flags, mode)
+    except FileExistsError:  # a leftover of an earlier kill at P3 for this operation
+        os.unlink(temp)
+        fd = os.open(temp, flags, mode)
+    try:
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        failpoint("P3")  # spec 20 §2 P3: implementation in progress, effect partially done
+        os.replace(temp, target)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    _fsync_directory(target.parent)
+
+
+class Tool:
+    """Base of the tools; subclasses set ``name``, ``recovery_mode``, ``args_schema`` and ``_run``."""
+
+    name: ClassVar[str]
+    recovery_mode: ClassVar[str]
+    args_schema: ClassVar[Mapping[str, Any]]
+
+    def __init__(self) -> None:
+        self._validator = jsonschema.Draft202012Validator(self.args_schema)
+
+    def preflight(self, root: Path, args: Any) -> None:
+        """Schema and confinement checks; raises ToolError / ConfinementError."""
+        error = jsonschema.exceptions.best_match(self._validator.iter_errors(args))
+        if error is not None:
+            where = "/".join(str(part) for part in error.absolute_path) or "(root)"
+            raise ToolError(f"Invalid arguments for {self.name} at {where}: {error.message}", code="invalid_tool_arguments")
+        confine(root, args["path"])
+
+    def run(self, ctx: ToolContext, args: Mapping[str, Any]) -> Any:
+        """The implementation (confinement re-checked first); returns a JSON result."""
+        target = confine(ctx.root, args["path"])
+        try:
+            return self._run(ctx, target, _display(args["path"]), args)
+        except OSError as exc:
+            code = "file_not_found" if exc.errno == errno.ENOENT else "io_error"
+            raise ToolError(f"{self.name} failed: {exc.strerror or exc}", code=code) from None
+
+    def _run(self, ctx: ToolContext, target: Path, shown: str, args: Mapping[str, Any]) -> Any:
+        raise NotImplementedError
+
+
+class WriteTool(Tool):
+    """Write a whole file (created with its parent directories if absent)."""
+
+    name = "Write"
+    recovery_mode = "reconcile"
+    args_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["path", "content"],
+        "properties": {"path": _path_schema(), "content": {"type": "string"}},
+    }
+
+    def _run(self, ctx: ToolContext, target: Path, shown: str, args: Mapping[str, Any]) -> Any:
+        data = _encode(args["content"], "content")
+        info = _require_regular_or_absent(target)
+        mode = stat.S_IMODE(info.st_mode) if info is not None else 0o644
+        _replace_file(target, data, ctx.operation_id, mode)
+        return {"path": shown, "bytesWritten": len(data)}
+
+
+class EditTool(Tool):
+    """Replace the one exact occurrence of ``old`` with ``new``; absent or ambiguous is an error."""
+
+    name = "Edit"
+    recovery_mode = "never_auto_retry"
+    args_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["path", "old", "new"],
+        "properties": {"path": _path_schema(), "old": {"type": "string", "minLength": 1}, "new": {"type": "string"}},
+    }
+
+    def _run(self, ctx: ToolContext, target: Path, shown: str, args: Mapping[str, Any]) -> Any:
+        info = _require_regular_or_absent(target)
+        if info is None:
+            raise ToolError(f"{shown} does not exist", code="file_not_found")
+        text = _read_text(target, shown)
+        old, new = args["old"], args["new"]
+        count = text.count(old)
+        if count == 0:
+            raise ToolError(f"The text to replace was not found in {shown}", code="edit_target_absent")
+        if count > 1:
+            raise ToolError(
+                f"The text to replace occurs {count} times in {shown}; it must occur exactly once",
+                code="edit_target_ambiguous",
+            )
+        data = _encode(text.replace(old, new, 1), "new")
+        _replace_file(target, data, ctx.operation_id, stat.S_IMODE(info.st_mode))
+        return {"path": shown, "replacements": 1}
+
+
+def _read_text(target: Path, shown: str) -> str:
+    fd = os.open(target, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError(f"{shown} is not a regular file", code="not_a_file")
+        if info.st_size > MAX_READ_BYTES:
+            raise ToolError(f"{shown} is larger than {MAX_READ_BYTES} bytes", code="file_too_large")
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > MAX_READ_BYTES:
+                raise ToolError(f"{shown} is larger than {MAX_READ_BYTES} bytes", code="file_too_large")
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{shown} is not UTF-8 text", code="not_utf8") from None
+
+
+class ReadTool(Tool):
+    """Return a UTF-8 text file (at most :data:`MAX_READ_BYTES`)."""
+
+    name = "Read"
+    recovery_mode = "replay_safe"
+    args_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["path"],
+        "properties": {"path": _path_schema()},
+    }
+
+    def _run(self, ctx: ToolContext, target: Path, shown: str, args: Mapping[str, Any]) -> Any:
+        if _require_regular_or_absent(target) is None:
+            raise ToolError(f"{shown} does not exist", code="file_not_found")
+        text = _read_text(target, shown)
+        failpoint("P3")  # spec 20 §2 P3 (no side effect to leave half done)
+        return {"path": shown, "content": text}
+
+
+class AppendTool(Tool):
+    """Append text to a file (created if absent) in two fsynced writes; P3 between them."""
+
+    name = "Append"
+    recovery_mode = "never_auto_retry"
+    args_schema = WriteTool.args_schema
+
+    def _run(self, ctx: ToolContext, target: Path, shown: str, args: Mapping[str, Any]) -> Any:
+        data = _encode(args["content"], "content")
+        _require_regular_or_absent(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC, 0o644)
+        try:
+            half = len(data) // 2
+            _write_all(fd, data[:half])
+            os.fsync(fd)
+            failpoint("P3")  # spec 20 §2 P3: half of the bytes are appended
+            _write_all(fd, data[half:])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return {"path": shown, "bytesAppended": len(data)}
+
+
+#: The tool catalogue of the reference runtime, by name.
+TOOLS: Final[Mapping[str, Tool]] = {tool.name: tool for tool in (WriteTool(), EditTool(), ReadTool(), AppendTool())}
