@@ -6,6 +6,7 @@ plain functions over a connection so that every rule lives in exactly one place 
 ``docs/storage.md`` for the map). The stores reuse the pure core for every ledger rule.
 """
 
+from maka_ref._store.claim_codec import ContinuationClaim, ContinuationClaimError, decode_claim
 from maka_ref._store.connection import connect, read_transaction, write_transaction
 from maka_ref._store.errors import (
     CURRENT_SCHEMA_VERSION,
@@ -16,6 +17,7 @@ from maka_ref._store.errors import (
     ToolRecoveryBundleValidationError,
 )
 from maka_ref._store.failpoints import FAILPOINT_NAMES, FailpointTriggered, arm, disarm, failpoint
+from maka_ref._store.continuation_claims import ClaimRecord, ClaimResult, StartResult
 from maka_ref._store.reads import ScanBudget
 from maka_ref._store.records import (
     AppendResult,
@@ -32,6 +34,11 @@ __all__ = [
     "DB_FILE_NAME",
     "FAILPOINT_NAMES",
     "AppendResult",
+    "ClaimRecord",
+    "ClaimResult",
+    "ContinuationClaim",
+    "ContinuationClaimError",
+    "StartResult",
     "CommitResult",
     "FailpointTriggered",
     "RebuildReport",
@@ -48,6 +55,7 @@ __all__ = [
     "ToolRecoveryBundleValidationError",
     "arm",
     "connect",
+    "decode_claim",
     "disarm",
     "failpoint",
     "read_transaction",

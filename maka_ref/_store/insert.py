@@ -32,21 +32,25 @@ __all__ = [
 ]
 
 #: ``guard(conn, event, exact_retry)``: the continuation-authority check of §2.6 ("effects
-#: of an acquired claim on generic appends"). The claim store installs the real one.
+#: of an acquired claim on generic appends"): ``continuation_claims.check_continuation_authority``.
 ContinuationGuard = Callable[[sqlite3.Connection, Mapping[str, Any], bool], None]
 
 
-def _no_claims_guard(conn: sqlite3.Connection, event: Mapping[str, Any], exact_retry: bool) -> None:
-    return None
+def _claims_guard(conn: sqlite3.Connection, event: Mapping[str, Any], exact_retry: bool) -> None:
+    """The built-in guard: the durable claims of *this* connection's database decide (no
+    per-process state; imported lazily because the claim module builds on this one)."""
+    from maka_ref._store.continuation_claims import check_continuation_authority
+
+    check_continuation_authority(conn, event, exact_retry)
 
 
-_continuation_guard: ContinuationGuard = _no_claims_guard
+_continuation_guard: ContinuationGuard = _claims_guard
 
 
 def set_continuation_guard(guard: ContinuationGuard | None) -> None:
-    """Install the continuation-authority check (None restores the no-op)."""
+    """Override the continuation-authority check (tests only; None restores the built-in)."""
     global _continuation_guard
-    _continuation_guard = guard or _no_claims_guard
+    _continuation_guard = guard or _claims_guard
 
 
 def continuation_guard(conn: sqlite3.Connection, event: Mapping[str, Any], exact_retry: bool) -> None:

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator
 
 from maka_ref._codec.frozen import FrozenDict
 from maka_ref._plan.prefix import ImmutableRuntimePrefix
-from maka_ref._store import conversation_copy, generic, projections, reads, tool_writers
+from maka_ref._store import continuation_claims, conversation_copy, generic, projections, reads, tool_writers
 from maka_ref._store.connection import connect, read_transaction, write_transaction
 from maka_ref._store.errors import StoreError
 from maka_ref._store.health import HealthGate
@@ -270,3 +270,41 @@ class RuntimeStore:
         """The one immutable steering event carrying ``message_id`` in the session, or None."""
         with self.read() as conn:
             return reads.read_steering_message(conn, session_id, message_id)
+
+    # -- continuation authority (§2.6) ------------------------------------------------------
+
+    def claim_continuation(self, claim: Any) -> continuation_claims.ClaimResult:
+        """``acquired`` / ``existing`` (same boundary) / ``conflict`` (spec 30 §2.6)."""
+        prepared = continuation_claims.prepare_claim(claim)
+        with self.write() as conn:
+            return continuation_claims.claim_continuation(conn, prepared)
+
+    def commit_continuation_start(
+        self, claim: Any, event: Any, provenance: str = "runtime_admission"
+    ) -> continuation_claims.StartResult:
+        """Live (``runtime_admission``) or repair (``claim_repair``) start; ``claim`` is the
+        claim id or the full claim (then it must equal the stored one)."""
+        encoded = continuation_claims.prepare_start(event, provenance)
+        if not isinstance(claim, str):
+            claim = continuation_claims.decode_claim(claim)
+        with self.write() as conn:
+            return continuation_claims.commit_continuation_start(conn, claim, encoded, provenance)
+
+    def commit_continuation_repair_start(self, claim: Any, event: Any) -> continuation_claims.StartResult:
+        return self.commit_continuation_start(claim, event, "claim_repair")
+
+    def read_claim(self, claim_id: str) -> continuation_claims.ClaimRecord | None:
+        with self.read() as conn:
+            return continuation_claims.read_claim(conn, claim_id)
+
+    def read_claim_by_boundary(self, boundary_digest: str) -> continuation_claims.ClaimRecord | None:
+        with self.read() as conn:
+            return continuation_claims.read_claim_by_boundary(conn, boundary_digest)
+
+    def read_claim_for_target(self, session_id: str, run_id: str) -> continuation_claims.ClaimRecord | None:
+        with self.read() as conn:
+            return continuation_claims.read_claim_for_target(conn, session_id, run_id)
+
+    def list_claims(self, session_id: str) -> list[continuation_claims.ClaimRecord]:
+        with self.read() as conn:
+            return continuation_claims.list_claims(conn, session_id)

@@ -64,6 +64,8 @@ __all__ = [
     "OTHER_ARGS",
     "append_event",
     "completed_bundle_events",
+    "continuation_claim",
+    "continuation_source_events",
     "error_code",
     "main",
     "parked_bundle_events",
@@ -187,16 +189,79 @@ def append_event(worker: int, index: int) -> dict[str, Any]:
     )
 
 
-def prepare_database(root: str | Path, *, with_t1: bool = True) -> Path:
+def prepare_database(root: str | Path, *, with_t1: bool = True, with_continuation_source: bool = False) -> Path:
     """§7.2 (adapted): ``<root>/runtime.sqlite`` created by a store, T1 committed for
-    ``operation-1`` when ``with_t1``; the store is closed before workers start. Returns the
-    database path. (The continuation source run and root binding are not used here.)"""
+    ``operation-1`` when ``with_t1``, the continuation source run (user ts 10, failed terminal
+    ts 11 through the barrier) when ``with_continuation_source``; the store is closed before
+    workers start. Returns the database path. (The root binding is not used here.)"""
     from maka_ref._store import DB_FILE_NAME, RuntimeStore
 
     with RuntimeStore.open(root) as store:
         if with_t1:
             store.commit_tool_prepared(t1_input())
+        if with_continuation_source:
+            user, terminal = continuation_source_events()
+            store.append(user)
+            store.ensure_terminal_durable(terminal)
     return Path(root) / DB_FILE_NAME
+
+
+SOURCE_IDENTITY = {
+    "sessionId": "session-1",
+    "invocationId": "continuation-source-invocation",
+    "runId": "continuation-source-run",
+    "turnId": "continuation-source-turn",
+}
+
+
+def continuation_source_events() -> tuple[dict[str, Any], dict[str, Any]]:
+    """§7.2 source run: user event ts 10 + failed terminal ts 11 (``runtime_interrupted``);
+    the spec 30 §2.6 golden prefix/manifest digests are computed over exactly these."""
+    base = {**SOURCE_IDENTITY, "partial": False}
+    user = {**base, "id": "continuation-source-user", "ts": 10, "role": "user", "author": "user",
+            "content": {"kind": "text", "text": "continue after this completed boundary"}}
+    terminal = {**base, "id": "continuation-source-terminal", "ts": 11, "role": "system", "author": "system",
+                "status": "failed",
+                "actions": {"endInvocation": True, "stateDelta": {"failureClass": "runtime_interrupted"}}}
+    return user, terminal
+
+
+def continuation_claim(
+    store: Any, claim_id: str, target: tuple[str, str, str], *, source_run: str = "continuation-source-run",
+    up_to: int | None = None, claimed_at: int = 20, ancestors: tuple[Any, ...] = (),
+) -> dict[str, Any]:
+    """A ``continuation_claim_v1`` over the store's current prefix of ``source_run`` (session-1),
+    target ``(invocation, run, turn)``; ``ancestors`` are older segments (JSON or objects)."""
+    from maka_ref._plan.digests import provider_replay_digest
+    from maka_ref._plan.prefix import build_boundary_cursor, segment_of
+
+    source = segment_of(store.read_immutable_prefix("session-1", source_run, up_to))
+    boundary = build_boundary_cursor([*ancestors, source])
+    invocation, run_id, turn = target
+    header = {
+        "runId": run_id, "sessionId": "session-1", "turnId": turn, "invocationId": invocation,
+        "status": "created", "backendKind": "fake", "llmConnectionSlug": "fake", "modelId": "fake-model",
+        "cwd": "/workspace", "permissionMode": "ask", "createdAt": claimed_at, "updatedAt": claimed_at,
+        "parentRunId": source.identity.run_id, "parentTurnId": source.identity.turn_id,
+        "continuationSource": {
+            "protocol": "continuation_source_v2", "claimId": claim_id,
+            "boundaryDigest": boundary.manifest_digest,
+            "sourceInvocationId": source.identity.invocation_id, "sourceRunId": source.identity.run_id,
+            "sourceTurnId": source.identity.turn_id,
+            "sourceRuntimeEventHighWater": source.position.last_event_seq,
+            "sourcePrefixDigest": source.prefix_digest, "replayManifestDigest": boundary.manifest_digest,
+        },
+    }
+    return {
+        "protocol": "continuation_claim_v1", "claimId": claim_id, "boundaryDigest": boundary.manifest_digest,
+        "boundary": boundary.to_json(), "providerProjectionVersion": 1,
+        "providerReplayDigest": provider_replay_digest([]),
+        "target": {"sessionId": "session-1", "invocationId": invocation, "runId": run_id, "turnId": turn},
+        "targetRunHeader": header, "claimedAt": claimed_at,
+    }
+
+
+FIXED_TARGET = ("fixed-target-invocation", "fixed-target-run", "fixed-target-turn")
 
 
 # ------------------------------------------------------------------ modes
@@ -239,6 +304,34 @@ def _mode_append(store: Any, env: dict[str, str]) -> dict[str, Any]:
     return {"eventSeqs": seqs}
 
 
+def _claim(fixed: bool = False, nonterminal: bool = False) -> Callable[[Any, dict[str, str]], dict[str, Any]]:
+    def run(store: Any, env: dict[str, str]) -> dict[str, Any]:
+        pid = os.getpid()
+        target = FIXED_TARGET if fixed else (f"invocation-{pid}", f"run-{pid}", f"turn-{pid}")
+        source = {"source_run": "run-1", "up_to": 2} if nonterminal else {}
+        result = store.claim_continuation(continuation_claim(store, f"claim-{pid}", target, **source))
+        _say(1, f"CLAIM {result.kind}\n")
+        return {"kind": result.kind, "claimId": result.claim.claim_id}
+
+    return run
+
+
+def _mode_append_source(store: Any, env: dict[str, str]) -> dict[str, Any]:
+    terminal = fam.event("run-1-terminal", ts=12, status="failed", actions={"endInvocation": True})
+    seq = store.ensure_terminal_durable(terminal).event_seq
+    _say(1, "APPEND committed\n")
+    return {"eventSeq": seq}
+
+
+def _mode_append_target(store: Any, env: dict[str, str]) -> dict[str, Any]:
+    invocation, run_id, turn = FIXED_TARGET
+    text = fam.event("fixed-target-text", ts=30, role="model", author="agent", invocationId=invocation,
+                     runId=run_id, turnId=turn, content={"kind": "text", "text": "target text"})
+    seq = store.append(text).event_seq
+    _say(1, "TARGET_APPEND committed\n")
+    return {"eventSeq": seq}
+
+
 def _mode_open_only(store: Any, env: dict[str, str]) -> dict[str, Any]:
     return {"userVersion": store.schema_version()}
 
@@ -254,6 +347,11 @@ MODES: dict[str, Callable[[Any, dict[str, str]], dict[str, Any]]] = {
     "t2_conflict": _t2("outcome-event-2"),
     "append": _mode_append,
     "open_only": _mode_open_only,
+    "claim": _claim(),
+    "claim_fixed_target": _claim(fixed=True),
+    "claim_nonterminal": _claim(nonterminal=True),
+    "append_source": _mode_append_source,
+    "append_target": _mode_append_target,
     "operational_open_only": _mode_open_only,
 }
 #: Modes that hold the store open until the stop file appears (spec 30 §7.1).
