@@ -57,6 +57,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("inspect", help="print everything a workspace's store knows, read-only")
     p.add_argument("--workspace", required=True, metavar="DIR", help="the storage root to inspect")
 
+    p = sub.add_parser("repair", help="startup repair of a workspace's runs; print the repair report (docs/choices/repair.md)")
+    p.add_argument("--workspace", required=True, metavar="DIR", help="the storage root to repair")
+
     p = sub.add_parser("run", help="run one scripted turn of the live runtime; print the run summary (docs/choices/runtime.md)")
     p.add_argument("--workspace", required=True, metavar="DIR", help="the workspace (tools act here; holds runtime.sqlite)")
     p.add_argument("--script", required=True, metavar="FILE", help="provider script (maka_ref/_runtime/script.schema.json)")
@@ -145,6 +148,17 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK if summary.status == "completed" else 1
 
 
+def _cmd_repair(args: argparse.Namespace, out: TextIO) -> int:
+    from maka_ref._repair import repair_workspace
+
+    try:
+        report = repair_workspace(args.workspace)
+    except MakaRefError as exc:
+        raise InputError(exc.code, " ".join(exc.message.splitlines())) from None
+    _emit(report.to_json(), out)
+    return EXIT_OK
+
+
 _COMMANDS = {
     "resolve": _cmd_resolve,
     "plan": _cmd_plan,
@@ -153,6 +167,7 @@ _COMMANDS = {
     "demo": _cmd_demo,
     "inspect": _cmd_inspect,
     "run": _cmd_run,
+    "repair": _cmd_repair,
 }
 
 

@@ -1,0 +1,140 @@
+"""``repair_workspace`` / ``repair_session``: startup repair over a workspace (spec 20 §4.4).
+
+Per session (sessions ordered by their first run's ``createdAt``, then id):
+
+1. (steering transcript repair — no session transcript store exists here: nothing to do);
+2. skip the session if one of its runs is active in this process (``active_runs``);
+3. (sandbox-boundary requests, plan execution, Shell runs — not part of this runtime);
+4. the continuation claim saga (§4.5) through the :mod:`maka_ref._repair.claims` extension
+   point; an unreadable claim authority quarantines the whole session (best-effort) or raises
+   (strict);
+5. generic run repair (§4.6) for every run, ordered by ``createdAt``, ``runId``;
+6. the session is reported recovered when the saga or run repair wrote something.
+
+Repair opens the writer stores (as the live runtime does) only when the workspace holds a
+``runtime.sqlite`` with the AgentRun tables; otherwise there is nothing to repair and no file
+is created or migrated.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from collections.abc import Collection
+from pathlib import Path
+
+from maka_ref._repair.claims import NO_CLAIM_SAGA, ClaimAuthorityUnavailable, ClaimSaga, ClaimSagaContext
+from maka_ref._repair.report import RepairReport, RunRepair, SkippedRun
+from maka_ref._repair.runs import Clock, repair_run, wall_clock
+from maka_ref._store.agent_runs import AgentRunStore
+from maka_ref._store.connection import connect
+from maka_ref._store.errors import StoreError
+from maka_ref._store.runtime_store import DB_FILE_NAME, RuntimeStore
+
+__all__ = ["check_workspace", "repair_session", "repair_workspace"]
+
+
+def check_workspace(path: str | os.PathLike[str]) -> Path:
+    """The workspace directory, or :class:`StoreError` ``workspace_not_found`` /
+    ``workspace_not_a_directory`` / ``workspace_unreadable`` (same codes as ``inspect``)."""
+    text = os.fspath(path)
+    if text == "":
+        raise StoreError("workspace path is empty", code="workspace_not_found")
+    workspace = Path(os.path.abspath(text))
+    try:
+        mode = os.stat(workspace).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise StoreError(f"workspace {workspace} does not exist", code="workspace_not_found") from None
+    except OSError as error:
+        raise StoreError(f"workspace {workspace} cannot be read: {error.strerror or error}", code="workspace_unreadable") from None
+    if not stat.S_ISDIR(mode):
+        raise StoreError(f"workspace {workspace} is not a directory", code="workspace_not_a_directory")
+    return workspace
+
+
+def _has_agent_runs(db_path: Path) -> bool:
+    if not db_path.is_file():
+        return False
+    conn = connect(db_path, read_only=True)
+    try:
+        row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'agent_runs'").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"runtime.sqlite cannot be read: {exc}", code="database_corrupt") from None
+    finally:
+        conn.close()
+    return row is not None
+
+
+def _session_ids(runs: AgentRunStore) -> list[str]:
+    rows = runs.connection.execute(
+        "SELECT session_id FROM agent_runs GROUP BY session_id ORDER BY MIN(created_at), session_id"
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def repair_session(
+    store: RuntimeStore,
+    runs: AgentRunStore,
+    session_id: str,
+    *,
+    strict: bool = False,
+    active_runs: Collection[tuple[str, str]] = (),
+    claim_saga: ClaimSaga = NO_CLAIM_SAGA,
+    clock: Clock = wall_clock,
+) -> RepairReport:
+    """§4.4 steps 2–6 for one session (see the module docstring)."""
+    report = RepairReport()
+    headers = runs.list_session_runs(session_id)
+    if any((session_id, header["runId"]) in active_runs for header in headers):
+        report.skipped.append(SkippedRun(session_id, None, "session_has_active_run"))
+        return report
+    try:
+        outcome = claim_saga.repair_claims(ClaimSagaContext(session_id, store, runs, strict))
+    except ClaimAuthorityUnavailable as exc:
+        if strict:
+            raise
+        report.skipped.append(SkippedRun(session_id, None, "continuation_claims_unreadable", exc.message))
+        return report
+    report.repairs.extend(outcome.repairs)
+    for header in runs.list_session_runs(session_id):  # re-read: the saga may have created/changed runs
+        result = repair_run(
+            store, runs, header, strict=strict, claim_owned=header["runId"] in outcome.owned_run_ids, clock=clock
+        )
+        if isinstance(result, RunRepair):
+            report.repairs.append(result)
+        elif isinstance(result, SkippedRun):
+            report.skipped.append(result)
+    if report.repairs:
+        report.recovered_sessions.append(session_id)
+    return report
+
+
+def repair_workspace(
+    root: str | os.PathLike[str],
+    *,
+    strict: bool = False,
+    active_runs: Collection[tuple[str, str]] = (),
+    claim_saga: ClaimSaga = NO_CLAIM_SAGA,
+    clock: Clock = wall_clock,
+) -> RepairReport:
+    """Startup repair of every session of the workspace at ``root`` (spec 20 §4)."""
+    workspace = check_workspace(root)
+    report = RepairReport()
+    if not _has_agent_runs(workspace / DB_FILE_NAME):
+        return report
+    store = RuntimeStore.open(workspace)
+    try:
+        runs = AgentRunStore.open(workspace)
+        try:
+            for session_id in _session_ids(runs):
+                report.extend(
+                    repair_session(
+                        store, runs, session_id, strict=strict, active_runs=active_runs, claim_saga=claim_saga, clock=clock
+                    )
+                )
+        finally:
+            runs.close()
+    finally:
+        store.close()
+    return report
