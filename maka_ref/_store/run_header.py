@@ -32,13 +32,13 @@ Depends on: ``_codec`` (frozen values, strict JSON), ``_events.recovery_facts``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any, Final, NoReturn
 
 from maka_ref._codec.frozen import FrozenDict, freeze
 from maka_ref._codec.jsontext import check_strict_json
 from maka_ref._errors import NotStrictJSONError
+from maka_ref._events._values import is_finite_number, is_safe_integer
 from maka_ref._events.recovery_facts import is_sha256_digest
 from maka_ref._store.errors import StoreError
 
@@ -170,7 +170,6 @@ CONTINUATION_SOURCE_V2_KEYS: Final = CONTINUATION_SOURCE_V1_KEYS | {
 RUN_EVENT_KEYS: Final = frozenset({"type", "id", "runId", "sessionId", "turnId", "ts", "message", "data"})
 _RUN_EVENT_REQUIRED: Final = ("type", "id", "runId", "sessionId", "turnId", "ts")
 
-_MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 
 class RunHeaderSchemaError(StoreError, ValueError):
@@ -198,30 +197,6 @@ def _fail(path: str, what: str) -> NoReturn:
 # --------------------------------------------------------------------------- value rules
 
 
-def _is_finite_number(value: Any) -> bool:
-    """JavaScript ``Number.isFinite`` over JSON numbers; ``bool`` is never a number."""
-    cls = type(value)
-    if cls is float:
-        return math.isfinite(value)
-    if cls is int:
-        try:
-            float(value)
-        except OverflowError:
-            return False
-        return True
-    return False
-
-
-def _is_safe_integer(value: Any) -> bool:
-    """JavaScript ``Number.isSafeInteger``: ``3`` and ``3.0`` count, ``True`` does not."""
-    cls = type(value)
-    if cls is int:
-        return -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER
-    if cls is float:
-        return value.is_integer() and -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER
-    return False
-
-
 def _check_json_object(value: Any, path: str) -> FrozenDict:
     if not issubclass(type(value), dict):
         _fail(path, "must be a JSON object")
@@ -244,7 +219,7 @@ def _check_continuation_source(value: Any) -> FrozenDict:
         if type(get(value, key)) is not str:
             _fail(f"{path}.{key}", "must be a string")
     high_water = get(value, "sourceRuntimeEventHighWater")
-    if not _is_safe_integer(high_water) or high_water < 0:
+    if not is_safe_integer(high_water) or high_water < 0:
         _fail(f"{path}.sourceRuntimeEventHighWater", "must be a safe integer >= 0")
     if keys == CONTINUATION_SOURCE_V1_KEYS:
         return FrozenDict(dict(value))  # v1: legacy empty strings / 0 tolerated
@@ -312,7 +287,7 @@ def decode_run_header(value: Any) -> FrozenDict:
     if type(header["permissionMode"]) is not str or header["permissionMode"] not in PERMISSION_MODES:
         _fail("permissionMode", f"must be one of {', '.join(PERMISSION_MODES)}")
     for key in ("createdAt", "updatedAt", "completedAt"):
-        if key in header and not _is_finite_number(header[key]):
+        if key in header and not is_finite_number(header[key]):
             _fail(key, "must be a finite number")
     for key in _OPTIONAL_STRING_KEYS:
         if key in header and type(header[key]) is not str:
@@ -368,7 +343,7 @@ def decode_run_event(value: Any) -> FrozenDict:
     for key in ("id", "runId", "sessionId", "turnId"):
         if type(get(value, key)) is not str:
             bad(key, "must be a string")
-    if not _is_finite_number(get(value, "ts")):
+    if not is_finite_number(get(value, "ts")):
         bad("ts", "must be a finite number")
     if "message" in value and type(get(value, "message")) is not str:
         bad("message", "must be a string")
