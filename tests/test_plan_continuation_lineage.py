@@ -13,7 +13,6 @@ from continuation_support import (
     header,
     ids,
     model_text,
-    prefix,
     terminal,
     thinking,
     user,
