@@ -24,6 +24,7 @@ from maka_ref._plan.resume_plan import build_resume_plan
 
 EXIT_OK = 0
 EXIT_INPUT_ERROR = 2
+EXIT_PARKED = 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,6 +64,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run one scripted turn of the live runtime; print the run summary (docs/choices/runtime.md)")
     p.add_argument("--workspace", required=True, metavar="DIR", help="the workspace (tools act here; holds runtime.sqlite)")
     p.add_argument("--script", required=True, metavar="FILE", help="provider script (maka_ref/_runtime/script.schema.json)")
+
+    p = sub.add_parser("resume", help="Phase 1 safe-boundary continuation (needs MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1; docs/choices/continuation-execution.md)")
+    p.add_argument("--workspace", required=True, metavar="DIR", help="the workspace whose newest failed/cancelled run is resumed")
+    p.add_argument("--session", default=None, metavar="ID", help="resume within this session only")
     return parser
 
 
@@ -138,10 +143,14 @@ def _cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
 
 def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     """Exit 0 when the run completed, 1 when it ended ``failed`` (summary printed either way)."""
-    from maka_ref._runtime import run_turn
+    from maka_ref._continuation.sidecar import write_script_sidecar
+    from maka_ref._runtime import new_seed, run_turn
 
+    seed = new_seed()
     try:
-        summary = run_turn(args.workspace, args.script)
+        if os.path.isdir(args.workspace):  # the script a later `resume` replays (sidecar.py)
+            write_script_sidecar(os.path.realpath(args.workspace), f"run_{seed}", args.script)
+        summary = run_turn(args.workspace, args.script, seed=seed)
     except MakaRefError as exc:
         raise InputError(exc.code, " ".join(exc.message.splitlines())) from None
     _emit(summary.to_json(), out)
@@ -159,6 +168,19 @@ def _cmd_repair(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
+    """Exit 0: a continuation ran to a terminal state; 3: parked (``{"parked": true,
+    "rejectionReasons": [...], ...}``); 2: an error (revalidation codes of spec 20 §3.9)."""
+    from maka_ref._continuation import resume_session
+
+    try:
+        outcome = resume_session(args.workspace, args.session)
+    except MakaRefError as exc:
+        raise InputError(exc.code, " ".join(exc.message.splitlines())) from None
+    _emit(outcome.to_json(), out)
+    return EXIT_PARKED if outcome.parked else EXIT_OK
+
+
 _COMMANDS = {
     "resolve": _cmd_resolve,
     "plan": _cmd_plan,
@@ -168,6 +190,7 @@ _COMMANDS = {
     "inspect": _cmd_inspect,
     "run": _cmd_run,
     "repair": _cmd_repair,
+    "resume": _cmd_resume,
 }
 
 

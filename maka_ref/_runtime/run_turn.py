@@ -193,6 +193,12 @@ class _Turn:
         user = ev.user_event(self.ids, self.clock(), self.script.user_message, self.script.protocol)
         self.store.append(user)
         self.history.append(FrozenDict(user))
+        self.provider_loop()
+
+    def provider_loop(self) -> None:
+        """The provider/tool loop over ``self.history`` (hook: a Phase 1 continuation,
+        ``maka_ref._continuation``, seeds the history with the replayed source context and
+        the continuation-start instead of a user event, then calls this)."""
         results_handed_on = False
         while True:
             if results_handed_on:

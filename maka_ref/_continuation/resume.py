@@ -1,0 +1,173 @@
+"""``resume_session``: plan authoritatively, then execute a ``continue`` plan (spec 20 §3.1–§3.2).
+
+Flow:
+
+1. flag off (``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME`` ≠ ``"1"``) → park ``resume_feature_disabled``
+   without opening any store;
+2. no ``runtime.sqlite`` / no runs → park ``resume_candidate_missing`` (nothing is created);
+3. candidate: with ``session_id``, ``plan_latest`` of that session; without, the newest
+   session-inline ``failed``/``cancelled`` run of the whole workspace (same ordering), then
+   ``plan_authoritative`` on its session;
+4. exactly one lifecycle event per plan (``plan_approved`` / ``plan_parked``);
+5. ``continue`` → ``execution_started``, :func:`.execute.execute_continuation`, then
+   ``execution_completed`` (target run ``completed``) or ``execution_failed`` (an exception —
+   re-raised — or a target run that ended ``failed``; ``errorClass`` = the code).
+
+Fresh ids come from one per-continuation seed: ``invocation_<seed>``, ``run_<seed>``,
+``turn_<seed>``, ``claim_<seed>`` (the planner draws them in that order), so the live loop's
+derived event ids (``maka_ref._runtime.ids``) work unchanged for the target run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from maka_ref._plan.continuation import (
+    SafeBoundaryContinuationPlan,
+    plan_authoritative,
+    plan_latest,
+    select_resume_candidate,
+)
+from maka_ref._plan.continuation.shapes import park
+from maka_ref._runtime.ids import new_seed
+from maka_ref._runtime.provider import Script, ScriptedProvider, load_script
+from maka_ref._runtime.run_turn import RunSummary
+from maka_ref._runtime.tool_runtime import Clock
+from maka_ref._runtime.tools import Tool
+from maka_ref._store.agent_runs import DB_FILE_NAME, AgentRunStore
+from maka_ref._store.runtime_store import RuntimeStore
+
+from . import lifecycle as lc
+from .execute import execute_continuation
+from .sidecar import read_script_sidecar
+from .world import StoreWorld, default_tool_catalog
+
+__all__ = ["FLAG_ENV_VAR", "ResumeOutcome", "resume_session"]
+
+FLAG_ENV_VAR = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeOutcome:
+    """A parked plan, or a continuation that ran to a terminal state."""
+
+    session_id: str
+    source_run_id: str
+    plan: SafeBoundaryContinuationPlan
+    summary: RunSummary | None = None
+    claim_id: str | None = None
+
+    @property
+    def parked(self) -> bool:
+        return self.plan.disposition == "park"
+
+    @property
+    def rejection_reasons(self) -> tuple[str, ...]:
+        return self.plan.rejection_reasons
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"parked": self.parked, "sessionId": self.session_id, "sourceRunId": self.source_run_id}
+        if self.parked:
+            out["rejectionReasons"] = list(self.plan.rejection_reasons)
+            out["diagnostics"] = [d.to_json() for d in self.plan.diagnostics]
+            return out
+        assert self.summary is not None
+        out["targetRunId"] = self.summary.run_id
+        out["claimId"] = self.claim_id
+        out["status"] = self.summary.status
+        out["run"] = self.summary.to_json()
+        return out
+
+
+def _seeded_ids(seed: str) -> Iterable[str]:
+    return iter((f"invocation_{seed}", f"run_{seed}", f"turn_{seed}", f"claim_{seed}"))
+
+
+def _plan(world: StoreWorld, seed: str, session_id: str | None) -> tuple[str, str, SafeBoundaryContinuationPlan]:
+    ids = _seeded_ids(seed)
+    if session_id is not None:
+        plan = plan_latest(world, ids, session_id, feature_enabled=True)
+        source = plan.continuation.source_run_id if plan.continuation is not None else ""
+        if not source:
+            candidate = select_resume_candidate(world.list_session_runs(session_id))
+            source = str(candidate["runId"]) if candidate is not None else ""
+        return session_id, source, plan
+    runs = [run for sid in world.list_session_ids() for run in world.list_session_runs(sid)]
+    candidate = select_resume_candidate(runs)
+    if candidate is None:
+        return "", "", park("resume_candidate_missing", "the workspace has no failed or cancelled run to resume")
+    sid, rid = str(candidate["sessionId"]), str(candidate["runId"])
+    return sid, rid, plan_authoritative(world, ids, sid, rid, feature_enabled=True)
+
+
+def resume_session(
+    root: str | os.PathLike[str],
+    session_id: str | None = None,
+    *,
+    flag: bool | None = None,
+    lifecycle_log: lc.LifecycleSink | None = None,
+    script: "Script | Mapping[str, Any] | str | os.PathLike[str] | None" = None,
+    seed: str | None = None,
+    clock: Clock | None = None,
+    provider: ScriptedProvider | None = None,
+    tools: Mapping[str, Tool] | None = None,
+    resolve_identity: Callable[[str], str] | None = None,
+    tool_catalog: Callable[[], Iterable[str]] = default_tool_catalog,
+    before_execute: Callable[[StoreWorld, SafeBoundaryContinuationPlan], None] | None = None,
+) -> ResumeOutcome:
+    """Resume the newest failed/cancelled run of the workspace ``root`` (module docstring).
+
+    ``flag`` defaults to ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME == "1"``; ``lifecycle_log``
+    defaults to ``<root>/.maka/lifecycle.jsonl``; ``script`` defaults to the source run's
+    sidecar (:mod:`.sidecar`). ``before_execute`` is a test seam called between planning and
+    execution (to change the world after planning, §8 items 101–103).
+    Raises ``MakaRefError`` subclasses on execution errors (revalidation codes of §3.9).
+    """
+    if flag is None:
+        flag = os.environ.get(FLAG_ENV_VAR) == "1"
+    workspace = Path(os.path.realpath(os.fspath(root)))
+    sink = lifecycle_log if lifecycle_log is not None else lc.LifecycleLog.for_workspace(workspace)
+    if not flag:
+        plan = park("resume_feature_disabled", "safe-boundary resume is disabled")
+        lc.emit(sink, lc.plan_parked(session_id or "", "", plan.rejection_reasons))
+        return ResumeOutcome(session_id or "", "", plan)
+    if not (workspace / DB_FILE_NAME).is_file():
+        plan = park("resume_candidate_missing", f"workspace {workspace} has no runtime store")
+        lc.emit(sink, lc.plan_parked(session_id or "", "", plan.rejection_reasons))
+        return ResumeOutcome(session_id or "", "", plan)
+    seed = seed if seed is not None else new_seed()
+    store = RuntimeStore.open(workspace)
+    try:
+        runs = AgentRunStore.open(workspace)
+        try:
+            world = StoreWorld(workspace, store, runs, resolve_identity=resolve_identity, tool_catalog=tool_catalog)
+            sid, source_run_id, plan = _plan(world, seed, session_id)
+            if plan.disposition == "park" or plan.continuation is None:
+                lc.emit(sink, lc.plan_parked(sid, source_run_id, plan.rejection_reasons))
+                return ResumeOutcome(sid, source_run_id, plan)
+            c = plan.continuation
+            lc.emit(sink, lc.plan_approved(c.session_id, c.source_run_id, c.run_id))
+            if before_execute is not None:
+                before_execute(world, plan)
+            lc.emit(sink, lc.execution_started(c.session_id, c.source_run_id, c.run_id))
+            try:
+                loaded = load_script(script) if script is not None else read_script_sidecar(workspace, c.source_run_id)
+                result = execute_continuation(world, c, loaded, seed, clock=clock, provider=provider, tools=tools)
+            except BaseException as exc:
+                lc.emit(sink, lc.execution_failed(c.session_id, c.source_run_id, c.run_id, lc.error_class(exc)))
+                raise
+            summary = result.summary
+            if summary.status == "completed":
+                lc.emit(sink, lc.execution_completed(c.session_id, c.source_run_id, c.run_id))
+            else:
+                code = (summary.error or {}).get("code") or "unknown"
+                lc.emit(sink, lc.execution_failed(c.session_id, c.source_run_id, c.run_id, code))
+            return ResumeOutcome(c.session_id, c.source_run_id, plan, summary, result.claim_id)
+        finally:
+            runs.close()
+    finally:
+        store.close()

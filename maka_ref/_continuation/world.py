@@ -1,0 +1,106 @@
+"""``StoreWorld``: the pure planner's world (``_plan.continuation.ContinuationWorld``) over the
+real stores of one workspace, plus the §3.8 safety inspector.
+
+Why an adapter: the planner is pure and reads everything through a protocol. Here each reader
+is one store call:
+
+==========================  ==========================================================
+planner dependency          store call
+==========================  ==========================================================
+``read_run_header``         ``AgentRunStore.read_run`` (strictly decoded header)
+``read_prefix``             ``RuntimeStore.read_immutable_prefix`` (v2 prefix, digest)
+``read_claim_state``        ``RuntimeStore.read_claim_by_boundary`` → ``{claim, startEventId?, startKind?}``
+``list_session_runs``       ``AgentRunStore.list_session_runs``
+``read_session_cwd``        the canonical workspace path (there is no session store: the
+                            session's current cwd is the workspace ``resume`` was given)
+``inspect``                 §3.8: workspace identity of that cwd (``resolve_workspace_identity``),
+                            ``backgroundOperationsSettled`` (always true: the reference runtime
+                            has no background operations), ``availableToolNames`` = the
+                            runtime's tool catalog, sorted and de-duplicated
+==========================  ==========================================================
+
+The three safety facts are injectable callables so tests can change them between planning and
+execution (§8 items 102–103). Every reader signals failure by raising (the planner maps it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from maka_ref._plan.continuation import SafetyObservation
+from maka_ref._plan.continuation.shapes import utf16_sorted_unique
+from maka_ref._plan.prefix import ImmutableRuntimePrefix
+from maka_ref._runtime.tools import TOOLS
+from maka_ref._store.agent_runs import AgentRunStore
+from maka_ref._store.runtime_store import RuntimeStore
+from maka_ref._store.workspace import resolve_workspace_identity
+
+__all__ = ["StoreWorld", "default_tool_catalog"]
+
+
+def default_tool_catalog() -> tuple[str, ...]:
+    """The live runtime's tool names (``maka_ref._runtime.tools.TOOLS``)."""
+    return tuple(TOOLS)
+
+
+class StoreWorld:
+    """Planner world + safety inspector over ``RuntimeStore`` and ``AgentRunStore``."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        store: RuntimeStore,
+        runs: AgentRunStore,
+        *,
+        resolve_identity: Callable[[str], str] | None = None,
+        tool_catalog: Callable[[], Iterable[str]] = default_tool_catalog,
+        background_settled: Callable[[str], bool] = lambda _session_id: True,
+    ) -> None:
+        self.root = Path(root)
+        self.store = store
+        self.runs = runs
+        self._resolve_identity = resolve_identity or (lambda path: resolve_workspace_identity(path).identity)
+        self._tool_catalog = tool_catalog
+        self._background_settled = background_settled
+
+    # -- planner readers ---------------------------------------------------------------
+
+    def read_run_header(self, session_id: str, run_id: str) -> Mapping[str, Any]:
+        return self.runs.read_run(session_id, run_id)
+
+    def read_prefix(self, session_id: str, run_id: str, up_to_event_seq: int | None = None) -> ImmutableRuntimePrefix:
+        return self.store.read_immutable_prefix(session_id, run_id, up_to_event_seq)
+
+    def read_claim_state(self, boundary_digest: str) -> Mapping[str, Any] | None:
+        record = self.store.read_claim_by_boundary(boundary_digest)
+        return None if record is None else record.to_json()
+
+    def list_session_runs(self, session_id: str) -> list[Mapping[str, Any]]:
+        return list(self.runs.list_session_runs(session_id))
+
+    def list_session_ids(self) -> list[str]:
+        """Sessions of the workspace, oldest first (same order as startup repair)."""
+        rows = self.runs.connection.execute(
+            "SELECT session_id FROM agent_runs GROUP BY session_id ORDER BY MIN(created_at), session_id"
+        ).fetchall()
+        return [str(row[0]) for row in rows]
+
+    # -- host wrapper readers (§3.2, §3.8) -------------------------------------------------
+
+    def read_session_cwd(self, session_id: str) -> str:
+        return str(self.root)
+
+    def tool_names(self) -> tuple[str, ...]:
+        return utf16_sorted_unique(self._tool_catalog())
+
+    def inspect(self, session_id: str) -> SafetyObservation:
+        cwd = self.read_session_cwd(session_id)
+        return SafetyObservation(
+            workspace_identity=self._resolve_identity(cwd),
+            background_operations_settled=self._background_settled(session_id) is True,
+            available_tool_names=self.tool_names(),
+            workspace_path=cwd,
+        )
