@@ -9,6 +9,7 @@ end: the terminal RuntimeEvent first, then the terminal header (§4.1). Modules:
 * :mod:`.runs`      — §4.6 per-run repair and §4.7 terminal-fact repair;
 * :mod:`.workspace` — §4.4 per-session / per-workspace driver;
 * :mod:`.claims`    — the extension point where the §4.5 claim saga plugs in;
+* :mod:`.claim_saga` — the §4.5 claim saga (the default ``claim_saga``);
 * :mod:`.report`    — the camelCase report.
 
 Choices: docs/choices/repair.md.

@@ -1,10 +1,11 @@
-"""Extension point for the continuation claim saga (spec 20 §4.5) — NOT implemented here.
+"""Extension point for the continuation claim saga (spec 20 §4.5); the saga itself (the
+default ``claim_saga``) is :mod:`maka_ref._repair.claim_saga`.
 
 Startup repair runs, per session, the claim saga **before** generic run repair (§4.4 step 4)
 and generic repair must skip any run that is the target of a claim and has no terminal event
-(§4.6 "Claim-owned target without terminal"). The saga is being built separately; it plugs in
-by passing an object with this protocol as ``claim_saga=`` to
-:func:`maka_ref._repair.repair_workspace` / :func:`maka_ref._repair.repair_session`:
+(§4.6 "Claim-owned target without terminal"). A saga plugs in by passing an object with
+this protocol as ``claim_saga=`` to :func:`maka_ref._repair.repair_workspace` /
+:func:`maka_ref._repair.repair_session`:
 
 * ``repair_claims(context)`` runs §4.5 for one session (it may write: target header from the
   claim, deterministic repair start, deterministic terminal via
@@ -15,8 +16,9 @@ by passing an object with this protocol as ``claim_saga=`` to
   mode (no generic repair, no writes, session reported under ``skipped``) and propagates in
   strict mode — never a fallback to generic repair.
 
-The default :data:`NO_CLAIM_SAGA` does nothing and owns nothing, which is exact for a
-workspace without continuation claims (the only kind the live loop produces today).
+:data:`NO_CLAIM_SAGA` does nothing and owns nothing (exact for a workspace without continuation
+claims). ``skipped`` entries of the outcome are reported as is and generic repair leaves those
+runs alone; ``skip_reason`` of the raised exception names the session's skip.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 from maka_ref._store.errors import StoreError
 
 if TYPE_CHECKING:
-    from maka_ref._repair.report import RunRepair
+    from maka_ref._repair.report import RunRepair, SkippedRun
     from maka_ref._store.agent_runs import AgentRunStore
     from maka_ref._store.runtime_store import RuntimeStore
 
@@ -38,6 +40,7 @@ class ClaimAuthorityUnavailable(StoreError):
     """The durable claim authority of a session cannot be read (§4.4 step 4)."""
 
     code = "continuation_claim_authority_unavailable"
+    skip_reason = "continuation_claims_unreadable"  # the session's ``skipped`` reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,7 @@ class ClaimSagaContext:
 class ClaimSagaOutcome:
     repairs: "tuple[RunRepair, ...]" = ()
     owned_run_ids: frozenset[str] = field(default_factory=frozenset)
+    skipped: "tuple[SkippedRun, ...]" = ()  # generic repair leaves these runs alone
 
 
 class ClaimSaga(Protocol):

@@ -24,7 +24,8 @@ import stat
 from collections.abc import Collection
 from pathlib import Path
 
-from maka_ref._repair.claims import NO_CLAIM_SAGA, ClaimAuthorityUnavailable, ClaimSaga, ClaimSagaContext
+from maka_ref._repair.claim_saga import CLAIM_SAGA
+from maka_ref._repair.claims import ClaimAuthorityUnavailable, ClaimSaga, ClaimSagaContext
 from maka_ref._repair.report import RepairReport, RunRepair, SkippedRun
 from maka_ref._repair.runs import Clock, repair_run, wall_clock
 from maka_ref._store.agent_runs import AgentRunStore
@@ -80,7 +81,7 @@ def repair_session(
     *,
     strict: bool = False,
     active_runs: Collection[tuple[str, str]] = (),
-    claim_saga: ClaimSaga = NO_CLAIM_SAGA,
+    claim_saga: ClaimSaga = CLAIM_SAGA,
     clock: Clock = wall_clock,
 ) -> RepairReport:
     """§4.4 steps 2–6 for one session (see the module docstring)."""
@@ -94,10 +95,14 @@ def repair_session(
     except ClaimAuthorityUnavailable as exc:
         if strict:
             raise
-        report.skipped.append(SkippedRun(session_id, None, "continuation_claims_unreadable", exc.message))
+        report.skipped.append(SkippedRun(session_id, None, exc.skip_reason, exc.message))
         return report
     report.repairs.extend(outcome.repairs)
+    report.skipped.extend(outcome.skipped)
+    saga_skipped = {item.run_id for item in outcome.skipped}
     for header in runs.list_session_runs(session_id):  # re-read: the saga may have created/changed runs
+        if header["runId"] in saga_skipped:
+            continue
         result = repair_run(
             store, runs, header, strict=strict, claim_owned=header["runId"] in outcome.owned_run_ids, clock=clock
         )
@@ -115,7 +120,7 @@ def repair_workspace(
     *,
     strict: bool = False,
     active_runs: Collection[tuple[str, str]] = (),
-    claim_saga: ClaimSaga = NO_CLAIM_SAGA,
+    claim_saga: ClaimSaga = CLAIM_SAGA,
     clock: Clock = wall_clock,
 ) -> RepairReport:
     """Startup repair of every session of the workspace at ``root`` (spec 20 §4)."""
