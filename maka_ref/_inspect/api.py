@@ -24,7 +24,6 @@ The rules (docs/inspect.md):
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,6 +32,7 @@ from maka_ref._errors import MakaRefError, NotStrictJSONError
 from maka_ref._inspect.document import FORMAT
 from maka_ref._inspect.jsonl_view import inspect_jsonl, inspect_none
 from maka_ref._inspect.sqlite_view import inspect_sqlite
+from maka_ref._store.workspace_dir import check_workspace_dir
 from maka_ref._store.errors import StoreError
 from maka_ref._store.legacy_jsonl import iter_legacy_run_files
 from maka_ref._store.runtime_store import DB_FILE_NAME
@@ -44,27 +44,7 @@ list_directory: Callable[[str], list[str]] = os.listdir
 
 
 def _check_workspace(path: str | os.PathLike[str]) -> Path:
-    text = os.fspath(path)
-    if text == "":
-        raise StoreError("workspace path is empty", code="workspace_not_found")
-    workspace = Path(os.path.abspath(text))
-    try:
-        mode = os.stat(workspace).st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        raise StoreError(f"workspace {workspace} does not exist", code="workspace_not_found") from None
-    except OSError as error:
-        raise StoreError(
-            f"workspace {workspace} cannot be read: {error.strerror or error}", code="workspace_unreadable"
-        ) from None
-    if not stat.S_ISDIR(mode):
-        raise StoreError(f"workspace {workspace} is not a directory", code="workspace_not_a_directory")
-    try:
-        list_directory(str(workspace))
-    except OSError as error:
-        raise StoreError(
-            f"workspace {workspace} cannot be read: {error.strerror or error}", code="workspace_unreadable"
-        ) from None
-    return workspace
+    return check_workspace_dir(path, list_directory=list_directory)
 
 
 def inspect_workspace(path: str | os.PathLike[str]) -> dict[str, Any]:

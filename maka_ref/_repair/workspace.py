@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import stat
 from collections.abc import Collection
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from maka_ref._repair.report import RepairReport, RunRepair, SkippedRun
 from maka_ref._repair.runs import Clock, repair_run, wall_clock
 from maka_ref._store.agent_runs import AgentRunStore
 from maka_ref._store.connection import connect
+from maka_ref._store.workspace_dir import check_workspace_dir
 from maka_ref._store.errors import StoreError
 from maka_ref._store.runtime_store import DB_FILE_NAME, RuntimeStore
 
@@ -39,19 +39,7 @@ __all__ = ["check_workspace", "repair_session", "repair_workspace"]
 def check_workspace(path: str | os.PathLike[str]) -> Path:
     """The workspace directory, or :class:`StoreError` ``workspace_not_found`` /
     ``workspace_not_a_directory`` / ``workspace_unreadable`` (same codes as ``inspect``)."""
-    text = os.fspath(path)
-    if text == "":
-        raise StoreError("workspace path is empty", code="workspace_not_found")
-    workspace = Path(os.path.abspath(text))
-    try:
-        mode = os.stat(workspace).st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        raise StoreError(f"workspace {workspace} does not exist", code="workspace_not_found") from None
-    except OSError as error:
-        raise StoreError(f"workspace {workspace} cannot be read: {error.strerror or error}", code="workspace_unreadable") from None
-    if not stat.S_ISDIR(mode):
-        raise StoreError(f"workspace {workspace} is not a directory", code="workspace_not_a_directory")
-    return workspace
+    return check_workspace_dir(path)
 
 
 def _has_agent_runs(db_path: Path) -> bool:
