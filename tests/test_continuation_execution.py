@@ -479,3 +479,19 @@ def test_broken_envelope_is_refused_before_anything(tmp_path: Path) -> None:  # 
         assert store.list_claims(source.session_id) == []
     finally:
         store.close(), runs.close()
+
+
+def test_resume_on_a_missing_workspace_is_an_error_and_creates_nothing(tmp_path) -> None:
+    """Issue 4 item 7: errors exit 2 with a stable code; a bad path is never created
+    (before this check, the lifecycle log's directory was created under the missing path)."""
+    import io
+    import json as _json
+
+    from maka_ref._cli.main import run as cli_run
+
+    missing = tmp_path / "missing" / "ws"
+    out, err = io.StringIO(), io.StringIO()
+    code = cli_run(["resume", "--workspace", str(missing)], stdout=out, stderr=err)
+    assert code == 2
+    assert _json.loads(out.getvalue())["error"]["code"] == "workspace_not_found"
+    assert not (tmp_path / "missing").exists()

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from maka_ref._store.workspace_dir import check_workspace_dir
 from maka_ref._plan.continuation import (
     SafeBoundaryContinuationPlan,
     plan_authoritative,
@@ -129,6 +130,7 @@ def resume_session(
     """
     if flag is None:
         flag = os.environ.get(FLAG_ENV_VAR) == "1"
+    check_workspace_dir(root)  # a missing or non-directory workspace is an error, not a park
     workspace = Path(os.path.realpath(os.fspath(root)))
     sink = lifecycle_log if lifecycle_log is not None else lc.LifecycleLog.for_workspace(workspace)
     if not flag:
