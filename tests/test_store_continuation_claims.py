@@ -14,7 +14,7 @@ from maka_ref._store.failpoints import FailpointTriggered
 from maka_ref.testing import families as fam
 from maka_ref.testing import race_worker as rw
 from maka_ref.testing.process_race import run_race
-from tests.store_support import open_store, raw
+from store_support import open_store, raw
 
 GOLDEN_PREFIX = "sha256:316557ba0aa070940fd890417e2777d4c5149974110a013e67d3e9c581124eec"
 GOLDEN_MANIFEST = "sha256:3a976ce5d55eccb0cea1c4de5c9cbdc2f46177a8ba3f63ddc36bd0dc031e7bf4"
