@@ -18,9 +18,12 @@ Changing any of this changes hashes already on disk; it needs a new dispatch pro
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Callable
 from typing import Any
 
 from maka_ref._codec.collation import collation_key
+from maka_ref._codec.frozen import FrozenDict, FrozenList
 from maka_ref._codec.jsontext import check_strict_json, compact_json, ordered_keys
 from maka_ref._errors import ArgsHashError, NotStrictJSONError
 
@@ -51,6 +54,12 @@ def args_hash_body(tool_name: str, args: Any) -> str:
     """The exact text that is hashed: ``{"args":…,"toolName":"…"}`` (§2.6 steps 1–4)."""
     if not isinstance(tool_name, str) or not tool_name:
         raise ArgsHashError("canonicalArgsHash requires a tool name")
+    body = _plain_body(tool_name, args)
+    return body if body is not None else _general_body(tool_name, args)
+
+
+def _general_body(tool_name: str, args: Any) -> str:
+    """§2.6 steps 2–4 for any arguments: validate, transform, write (tool name already checked)."""
     try:
         check_strict_json(args, negative_zero="zero")
     except NotStrictJSONError as exc:
@@ -59,6 +68,96 @@ def args_hash_body(tool_name: str, args: Any) -> str:
     # is the parent key of the arguments (so a top-level array is never collation-sorted).
     canonical = _transform({"toolName": tool_name, "args": args}, None)
     return compact_json(canonical, negative_zero="zero")
+
+
+# --------------------------------------------------------------------------- fast path
+#
+# Almost every real argument object is "plain": string keys that are neither array indexes
+# nor one of the three special names, and string / small-integer / bool / null leaves. For
+# such a value the canonical body is exactly what the C ``json`` encoder writes with
+# ``sort_keys=True``; ``_plain_body`` proves that in one walk and lets C write the text,
+# instead of the three walks of ``_general_body`` (check, transform, write). Why the bytes
+# are identical (tests/test_codec_argshash_fastpath.py checks it against the general path):
+#
+# * validation: only exact ``dict``/``FrozenDict`` (``str`` keys), ``list``/``FrozenList``,
+#   ``str``, ``bool``, ``None`` and ``int`` with |n| ≤ 2^53 are accepted, nested at most
+#   ``_PLAIN_DEPTH`` deep (so never cyclic): all strict JSON, so ``check_strict_json`` passes;
+# * transform: no ``__proto__`` key (nothing dropped) and no ``required``/``enum`` key (no
+#   array is collation-sorted), so ``_transform`` only reorders keys;
+# * key order: no key starts with an ASCII digit, so none is an array index and
+#   ``ordered_keys`` is a sort by UTF-16 code units, which equals Python's code-point sort
+#   when no character is ≥ U+D800 (checked on the finished text below);
+# * writing: both paths escape strings with ``json.encoder.encode_basestring`` and write a
+#   safe integer with ``int.__repr__``; with no character ≥ U+D800 there is no surrogate, so
+#   ``_finish`` changes nothing;
+# * anything else (floats, big integers, other types, deeper nesting, special keys, text with
+#   a character ≥ U+D800) returns None and takes the general path, which also raises.
+
+_PLAIN_DEPTH = 64
+_MAX_SAFE_INT = 2**53
+_SPECIAL_KEYS = frozenset({"__proto__", "required", "enum"})
+_DIGITS = frozenset("0123456789")
+_escape_str: Callable[[str], str] = json.encoder.encode_basestring  # as in jsontext
+
+
+def _make_sorted_compact() -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))``.
+
+    ``JSONEncoder.encode`` builds a new C encoder on every call, which for the small argument
+    objects hashed once per dispatch costs as much as the encoding itself; the C encoder is
+    stateless without circular-reference markers (plain values are acyclic), so it is built
+    once. Falls back to ``JSONEncoder.encode`` where the C accelerator is missing or differs.
+    """
+    encoder = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), check_circular=False)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is not None:
+        try:
+            c_encode = make(None, encoder.default, json.encoder.encode_basestring, None, ":", ",", True, False, True)
+            sample = {"b": [1, None, True, "\u00e9\n"], "a": {}}
+            if "".join(c_encode(sample, 0)) == encoder.encode(sample):
+                return lambda value: "".join(c_encode(value, 0))
+        except Exception:  # a different private signature: use the public encoder
+            pass
+    return encoder.encode
+
+
+_sorted_compact = _make_sorted_compact()
+
+
+def _is_plain(value: Any, depth: int) -> bool:
+    """True iff ``value`` is plain (see above); never raises, never calls user code."""
+    t = type(value)
+    if t is FrozenDict or t is dict:  # arguments are almost always an object
+        if depth >= _PLAIN_DEPTH:
+            return False
+        for key, child in value.items():
+            if type(key) is not str or key in _SPECIAL_KEYS or key[:1] in _DIGITS:
+                return False
+            if type(child) is not str and not _is_plain(child, depth + 1):
+                return False
+        return True
+    if t is str or t is bool or value is None:
+        return True
+    if t is int:
+        return -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT
+    if t is FrozenList or t is list:
+        if depth >= _PLAIN_DEPTH:
+            return False
+        for child in value:
+            if type(child) is not str and not _is_plain(child, depth + 1):
+                return False
+        return True
+    return False
+
+
+def _plain_body(tool_name: str, args: Any) -> str | None:
+    """The body of plain arguments written by the C encoder, or None (use the general path)."""
+    if type(tool_name) is not str or not _is_plain(args, 0):
+        return None
+    body = '{"args":' + _sorted_compact(args) + ',"toolName":' + _escape_str(tool_name) + "}"
+    if body.isascii() or max(body) < "\ud800":
+        return body
+    return None
 
 
 def canonical_args_hash(tool_name: str, args: Any) -> str:

@@ -15,6 +15,7 @@ Depends on: ``_events._values``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from sys import intern as _intern
 from typing import Any, TypeAlias
 
 from maka_ref._codec.frozen import FrozenList
@@ -139,12 +140,12 @@ def check_digest(value: Any, path: str) -> str:
 
 
 def literal(expected: str) -> Checker:
-    """A checker accepting exactly the string ``expected``."""
+    """A checker accepting exactly the string ``expected`` (returned as ``expected`` itself)."""
 
     def check(value: Any, path: str) -> str:
         if type(value) is not str or value != expected:
             fail(path, f"must be exactly {expected!r}")
-        return value
+        return expected
 
     return check
 
@@ -161,13 +162,13 @@ def number_literal(expected: int) -> Checker:
 
 
 def one_of(members: tuple[str, ...]) -> Checker:
-    """A checker accepting one of the enum's strings."""
-    allowed = frozenset(members)
+    """A checker accepting one of the enum's strings (returned as the member object itself)."""
+    allowed = {member: member for member in members}
 
     def check(value: Any, path: str) -> str:
         if type(value) is not str or value not in allowed:
             fail(path, f"must be one of {', '.join(members)}")
-        return value
+        return allowed[value]
 
     return check
 
@@ -213,6 +214,13 @@ def object_of(
     ``extra`` is ``None`` for a closed object (unknown keys rejected) or the checker applied
     to every key not in the tables (open payloads). An optional key set to ``null`` is an
     error unless its checker accepts ``null`` as a JSON value.
+
+    A key found in the tables is stored as its interned string — the schema's own object, as
+    schema keys are identifier literals — rather than the parser's fresh copy (keys of open
+    payloads are kept as given). Equal either way; but a decoded ledger then holds one
+    ``"invocationId"`` instead of one per event, and every later field read finds its key by
+    identity instead of comparing text in memory that is no longer cached. ``one_of`` and
+    ``literal`` return the schema's own string for the same reason.
     """
     if not issubclass(type(value), dict):
         fail(path, "must be a JSON object")
@@ -224,10 +232,15 @@ def object_of(
         check = required.get(key)
         if check is not None:
             seen_required += 1
+            key = _intern(key)
         else:
-            check = optional.get(key, extra)
-            if check is None:
-                fail(path, f"unknown key {show_key(key)}")
+            check = optional.get(key)
+            if check is not None:
+                key = _intern(key)
+            else:
+                check = extra
+                if check is None:
+                    fail(path, f"unknown key {show_key(key)}")
             if item is None and check not in _NULLABLE:
                 fail(f"{path}.{key}", "null is not allowed (omit the key instead)")
         out[key] = check(item, f"{path}.{key}")

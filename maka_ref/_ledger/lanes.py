@@ -110,21 +110,24 @@ def validate_generic_append(event: Any) -> str | None:
 
 
 def lane_of_event(event: dict) -> str:
-    """Lane of a ``dict`` event, *not* checking the envelope identity fields (internal).
+    """Lane of a ``dict`` event, *not* checking the envelope identity fields (internal)."""
+    return lane_of_parts(event, event.get("content"), event.get("actions"))
+
+
+def lane_of_parts(event: dict, content: Any, actions: Any) -> str:
+    """``lane_of_event`` given the event's ``content`` and ``actions`` (``event.get`` of each).
 
     Written as one function (no helper calls on the common paths) because the scanner calls
-    it once per event.
+    it once per event, passing the two fields it has already read.
     """
     get = event.get
-    content = get("content")
-    actions = get("actions")
-    kind = content.get("kind") if content is not None and isinstance(content, dict) else None
-    if kind == "function_call":
-        lane = FUNCTION_CALL
-    elif kind == "function_response":
-        lane = FUNCTION_RESPONSE
-    else:
-        lane = ORDINARY
+    lane = ORDINARY
+    if content is not None and isinstance(content, dict):
+        kind = content.get("kind")
+        if kind == "function_call":
+            lane = FUNCTION_CALL
+        elif kind == "function_response":
+            lane = FUNCTION_RESPONSE
     recovery = None
     if actions is not None:
         if isinstance(actions, dict):

@@ -27,7 +27,7 @@ from typing import Any, Iterable, Sequence
 from maka_ref._events.constants import T1_PROTOCOL
 from maka_ref._ledger.bundle import interpret_operation
 from maka_ref._ledger.results import Decision, Resolution, ResolverIssue, ScannedOperation
-from maka_ref._ledger.scanner import as_event_sequence, scan_tool_ledger
+from maka_ref._ledger.scanner import LedgerScanner, as_event_sequence
 
 PROTOCOL_MARKER_INVALID = "protocol_marker_invalid"
 
@@ -73,26 +73,32 @@ def _build_event_order(events: Sequence[Any]) -> dict[str, int]:
 def resolve_recovery(events: Iterable[Any]) -> Resolution:
     """Resolve every tool operation of ``events`` (§6.2). Never raises."""
     events = as_event_sequence(events)
-    issues: list[ResolverIssue] = []
+    scanner = LedgerScanner(markers=[])
+    scanner.feed(events)
+    return resolution_of_scan(events, scanner)
 
-    # Steps 1–2: the marker rule. Only events[0] counts; any later marker is an issue.
+
+def resolution_of_scan(events: Sequence[Any], scanner: LedgerScanner) -> Resolution:
+    """``resolve_recovery(events)`` given a scanner created with ``markers=[]`` and fed exactly
+    ``events`` (internal: lets the ResumePlan builder drive the scan; see ``LedgerScanner``)."""
+    issues: list[ResolverIssue] = []
+    scan = scanner.result()
+    # Steps 1–2: the marker rule. Only events[0] counts; any later marker is an issue. The
+    # scanner reported every marker-carrying entry in order.
+    markers = list(scanner.markers or ())
     new_protocol = False
     if events:
         first = events[0]
         if _has_marker(first):
+            del markers[:1]  # the scan's first marker is events[0]'s
             marker = first["actions"]["runtimeProtocol"]
             if isinstance(marker, dict) and marker.get("toolBoundary") == T1_PROTOCOL:
                 new_protocol = True
             else:
                 issues.append(ResolverIssue(PROTOCOL_MARKER_INVALID, _event_id(first)))
-        for index in range(1, len(events)):
-            event = events[index]
-            if isinstance(event, dict):
-                actions = event.get("actions")
-                if actions is not None and isinstance(actions, dict) and "runtimeProtocol" in actions:
-                    issues.append(ResolverIssue(PROTOCOL_MARKER_INVALID, _event_id(event)))
+    for marker_event_id in markers:
+        issues.append(ResolverIssue(PROTOCOL_MARKER_INVALID, marker_event_id))
 
-    scan = scan_tool_ledger(events)
     for issue in scan.issues:
         issues.append(ResolverIssue(issue.code, issue.event_id))
 

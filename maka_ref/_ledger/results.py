@@ -14,6 +14,9 @@ DecisionStatus = Literal["completed", "parked", "definitely_not_dispatched", "in
 SettlementOrigin = Literal["normal_t2", "pre_t1_synthetic", "recovery_bundle"]
 
 
+_object_setattr = object.__setattr__  # how a frozen dataclass sets its fields
+
+
 def _put(out: dict[str, Any], key: str, value: Any) -> None:
     if value is not None:
         out[key] = value
@@ -46,7 +49,7 @@ class ResolverIssue:
         return {"code": self.code, "eventId": self.event_id}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Decision:
     """One per scanned operation, in scan order (spec 10 §6.1, §6.3)."""
 
@@ -61,6 +64,34 @@ class Decision:
     response_runtime_event_id: str | None = None
     #: Present iff ``response_runtime_event_id`` is; True only for ``isError === true``.
     response_is_error: bool | None = None
+
+    def __init__(
+        self,
+        tool_call_id: str,
+        status: DecisionStatus,
+        reason: str,
+        tool_name: str | None = None,
+        operation_id: str | None = None,
+        settlement_origin: SettlementOrigin | None = None,
+        call_runtime_event_id: str | None = None,
+        dispatch_runtime_event_id: str | None = None,
+        response_runtime_event_id: str | None = None,
+        response_is_error: bool | None = None,
+    ) -> None:
+        # The dataclass-generated frozen __init__, with ``object.__setattr__`` looked up once
+        # instead of once per field: one Decision per operation, so this halves its cost.
+        # tests/test_ledger_results.py checks the signature against the generated one.
+        set_ = _object_setattr
+        set_(self, "tool_call_id", tool_call_id)
+        set_(self, "status", status)
+        set_(self, "reason", reason)
+        set_(self, "tool_name", tool_name)
+        set_(self, "operation_id", operation_id)
+        set_(self, "settlement_origin", settlement_origin)
+        set_(self, "call_runtime_event_id", call_runtime_event_id)
+        set_(self, "dispatch_runtime_event_id", dispatch_runtime_event_id)
+        set_(self, "response_runtime_event_id", response_runtime_event_id)
+        set_(self, "response_is_error", response_is_error)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"toolCallId": self.tool_call_id}

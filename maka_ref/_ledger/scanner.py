@@ -29,7 +29,7 @@ from maka_ref._ledger.lanes import (
     ORDINARY,
     RECONCILE_RESULT,
     TOOL_DISPATCH,
-    lane_of_event,
+    lane_of_parts,
 )
 from maka_ref._ledger.results import ScannedOperation, ToolLedgerIssue, ToolLedgerScan
 
@@ -109,196 +109,261 @@ def _hash_of_call(call_event: dict) -> str | None:
 
 def scan_tool_ledger(events: Iterable[Any]) -> ToolLedgerScan:
     """Scan ``events`` in physical order (§4.3). Never raises; never mutates ``events``."""
-    events = as_event_sequence(events)
-    operations: list[ScannedOperation] = []
-    issues: list[ToolLedgerIssue] = []
-    add_issue = issues.append
-    seen: set[str] = set()
-    seen_add = seen.add
-    by_call: dict[tuple[str, str], ScannedOperation] = {}
-    by_operation: dict[str, ScannedOperation] = {}
-    spines: dict[str, tuple[str, str, str]] = {}
-    lane_of = lane_of_event
-    str_ = str
+    scanner = LedgerScanner()
+    scanner.feed(as_event_sequence(events))
+    return scanner.result()
 
-    for e in events:
-        if not isinstance(e, dict):
-            add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, ""))
-            continue
-        get = e.get
-        eid = get("id")
-        if not isinstance(eid, str_):
-            add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, ""))
-            continue
-        # Step 1: duplicate ids are skipped entirely (read side never dedups).
-        if eid in seen:
-            add_issue(ToolLedgerIssue(DUPLICATE_EVENT_ID, eid))
-            continue
-        seen_add(eid)
-        inv = get("invocationId")
-        sid = get("sessionId")
-        rid = get("runId")
-        tid = get("turnId")
-        if (
-            isinstance(inv, str_)
-            and isinstance(sid, str_)
-            and isinstance(rid, str_)
-            and isinstance(tid, str_)
-        ):
-            # Step 2: the invocation's spine; the first recorded spine is kept.
-            spine = spines.get(inv)
-            if spine is None:
-                spines[inv] = (sid, rid, tid)
-            elif spine[0] != sid or spine[1] != rid or spine[2] != tid:
-                add_issue(ToolLedgerIssue(INVOCATION_IDENTITY_CONFLICT, eid))
-            # Step 3: lane check.
-            lane = lane_of(e)
-        else:
-            lane = CONFLICT
-        if lane == ORDINARY:
-            continue  # step 4 (partial) and ordinary events: nothing to group
-        if lane == CONFLICT:
-            add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, eid))
-            continue
 
-        if lane == FUNCTION_CALL:
-            # Step 5.
+class LedgerScanner:
+    """``scan_tool_ledger`` in pieces (internal): ``feed`` the ledger in order, then ``result``.
+
+    Feeding the ledger in consecutive pieces gives exactly the result of one scan of the whole
+    ledger; it lets the ResumePlan builder run its own pass over each piece while the piece's
+    events are still in the CPU cache (``_plan.resume_plan``).
+
+    ``markers``: when a list, the id (``""`` when it is not a string) of every ``dict`` entry
+    whose ``actions`` is an object holding ``runtimeProtocol`` is appended to it, in order: the
+    resolver's marker rule (spec 10 §6.2 steps 1–2) reads the same field of every event, so it
+    rides on this pass instead of making one of its own.
+
+    Same-execution checks: every event attached to an operation has string identity fields
+    and shares the operation's ``invocationId`` (operations are keyed by it), and each such
+    event either matches its invocation's first spine or was reported as
+    ``invocation_identity_conflict``. So while no such conflict has been reported, any two
+    attached events are the same execution and ``_same_execution`` need not be asked.
+    """
+
+    __slots__ = (
+        "_by_call",
+        "_by_operation",
+        "_issues",
+        "_operations",
+        "_seen",
+        "_spine_conflict",
+        "_spines",
+        "markers",
+    )
+
+    def __init__(self, markers: list[str] | None = None) -> None:
+        self.markers = markers
+        self._operations: list[ScannedOperation] = []
+        self._issues: list[ToolLedgerIssue] = []
+        self._seen: set[str] = set()
+        # Tool calls are keyed by (invocationId, call id): invocation -> call id -> operation.
+        self._by_call: dict[str, dict[str, ScannedOperation]] = {}
+        self._by_operation: dict[str, ScannedOperation] = {}
+        self._spines: dict[str, tuple[str, str, str]] = {}
+        self._spine_conflict = False  # an invocation_identity_conflict was reported (see above)
+
+    def result(self) -> ToolLedgerScan:
+        return ToolLedgerScan(tuple(self._operations), tuple(self._issues))
+
+    def feed(self, events: Iterable[Any]) -> None:
+        """Scan the next entries of the ledger (§4.3 steps 1–8 for each, in order)."""
+        markers = self.markers
+        operations = self._operations
+        add_issue = self._issues.append
+        seen = self._seen
+        seen_add = seen.add
+        by_call = self._by_call
+        by_operation = self._by_operation
+        spines = self._spines
+        spine_conflict = self._spine_conflict
+        lane_of = lane_of_parts
+        str_ = str
+        dict_ = dict
+
+        for e in events:
+            if not isinstance(e, dict_):
+                add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, ""))
+                continue
+            get = e.get
+            eid = get("id")
+            actions = get("actions")
+            if (
+                markers is not None
+                and actions is not None
+                and isinstance(actions, dict_)
+                and "runtimeProtocol" in actions
+            ):
+                markers.append(eid if isinstance(eid, str_) else "")
+            if not isinstance(eid, str_):
+                add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, ""))
+                continue
+            # Step 1: duplicate ids are skipped entirely (read side never dedups).
+            if eid in seen:
+                add_issue(ToolLedgerIssue(DUPLICATE_EVENT_ID, eid))
+                continue
+            seen_add(eid)
+            inv = get("invocationId")
+            sid = get("sessionId")
+            rid = get("runId")
+            tid = get("turnId")
             content = get("content")
-            call_id = content["id"]
-            name = content["name"]
-            key = (inv, call_id)
-            op = by_call.get(key)
-            if op is None:
-                op = ScannedOperation(call_id, name, None, e)
-                by_call[key] = op
-                operations.append(op)
-            elif op.call_event is None:
-                op.call_event = e
-                if op.tool_name != name:
+            if (
+                isinstance(inv, str_)
+                and isinstance(sid, str_)
+                and isinstance(rid, str_)
+                and isinstance(tid, str_)
+            ):
+                # Step 2: the invocation's spine; the first recorded spine is kept.
+                spine = spines.get(inv)
+                if spine is None:
+                    spines[inv] = (sid, rid, tid)
+                elif spine != (sid, rid, tid):
+                    add_issue(ToolLedgerIssue(INVOCATION_IDENTITY_CONFLICT, eid))
+                    spine_conflict = True
+                # Step 3: lane check.
+                lane = lane_of(e, content, actions)
+            else:
+                lane = CONFLICT
+            if lane is ORDINARY:  # lanes are the module's constants
+                continue  # step 4 (partial) and ordinary events: nothing to group
+            if lane is CONFLICT:
+                add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, eid))
+                continue
+            calls = by_call.get(inv)
+            if calls is None:
+                calls = by_call[inv] = {}
+
+            if lane is FUNCTION_CALL:
+                # Step 5.
+                call_id = content["id"]
+                name = content["name"]
+                op = calls.get(call_id)
+                if op is None:
+                    op = ScannedOperation(call_id, name, None, e)
+                    calls[call_id] = op
+                    operations.append(op)
+                elif op.call_event is None:
+                    op.call_event = e
+                    if op.tool_name != name:
+                        issue = ToolLedgerIssue(IDENTITY_CONFLICT, eid, op.operation_id or None, call_id)
+                        add_issue(issue)
+                        op.issues.append(issue)
+                else:
+                    issue = ToolLedgerIssue(DUPLICATE_CALL, eid, op.operation_id or None, call_id)
+                    add_issue(issue)
+                    op.issues.append(issue)
+                continue
+
+            if lane is TOOL_DISPATCH:
+                # Step 6.
+                t = actions["toolDispatch"]
+                t_op = t["operationId"]
+                t_call = t["providerToolCallId"]
+                t_name = t["toolName"]
+                op = calls.get(t_call)
+                if op is None:
+                    op = ScannedOperation(t_call, t_name, t_op, None, e)
+                    calls[t_call] = op
+                    operations.append(op)
+                    issue = ToolLedgerIssue(EVENT_ORDER_CONFLICT, eid, t_op, t_call)
+                    add_issue(issue)
+                    op.issues.append(issue)
+                elif op.dispatch_event is not None:
+                    issue = ToolLedgerIssue(DUPLICATE_DISPATCH, eid, t_op, t_call)
+                    add_issue(issue)
+                    op.issues.append(issue)
+                    continue
+                bound = by_operation.get(t_op)
+                if bound is not None and bound is not op:
+                    issue = ToolLedgerIssue(DUPLICATE_OPERATION, eid, t_op, t_call)
+                    add_issue(issue)
+                    bound.issues.append(issue)
+                    op.issues.append(issue)
+                    continue
+                op.operation_id = t_op
+                op.dispatch_event = e
+                by_operation[t_op] = op
+                refs = get("refs")  # the lane guarantees an object holding both keys
+                call_event = op.call_event
+                if (
+                    op.tool_name != t_name
+                    or refs["operationId"] != t_op
+                    or refs["toolCallId"] != t_call
+                    or (call_event is not None and spine_conflict and not _same_execution(call_event, e))
+                ):
+                    issue = ToolLedgerIssue(IDENTITY_CONFLICT, eid, t_op, t_call)
+                    add_issue(issue)
+                    op.issues.append(issue)
+                if call_event is not None:
+                    if _hash_of_call(call_event) != t["canonicalArgsHash"]:
+                        issue = ToolLedgerIssue(CANONICAL_ARGS_HASH_CONFLICT, eid, t_op, t_call)
+                        add_issue(issue)
+                        op.issues.append(issue)
+                response = op.response_event
+                if response is not None:
+                    issue = ToolLedgerIssue(EVENT_ORDER_CONFLICT, eid, t_op, t_call)
+                    add_issue(issue)
+                    op.issues.append(issue)
+                    rrefs = _refs_of(response)
+                    if (
+                        rrefs.get("operationId", _MISSING) != t_op
+                        or rrefs.get("toolCallId", _MISSING) != t_call
+                        or not _same_execution(e, response)
+                    ):
+                        issue = ToolLedgerIssue(IDENTITY_CONFLICT, response["id"], t_op, t_call)
+                        add_issue(issue)
+                        op.issues.append(issue)
+                continue
+
+            if lane is FUNCTION_RESPONSE:
+                # Step 7.
+                call_id = content["id"]
+                name = content["name"]
+                op = calls.get(call_id)
+                if op is None:
+                    op = ScannedOperation(call_id, name, None, None, None, e)
+                    calls[call_id] = op
+                    operations.append(op)
+                    issue = ToolLedgerIssue(ORPHAN_RESPONSE, eid, None, call_id)
+                    add_issue(issue)
+                    op.issues.append(issue)
+                    continue
+                if op.response_event is not None:
+                    issue = ToolLedgerIssue(DUPLICATE_RESPONSE, eid, op.operation_id or None, call_id)
+                    add_issue(issue)
+                    op.issues.append(issue)
+                    continue
+                op.response_event = e
+                call_event = op.call_event
+                bad = (
+                    op.tool_name != name
+                    or call_event is None
+                    or (spine_conflict and not _same_execution(call_event, e))
+                )
+                if not bad and op.operation_id is not None:
+                    refs = _refs_of(e)
+                    bad = (
+                        refs.get("operationId", _MISSING) != op.operation_id
+                        or refs.get("toolCallId", _MISSING) != op.tool_call_id
+                    )
+                if bad:
                     issue = ToolLedgerIssue(IDENTITY_CONFLICT, eid, op.operation_id or None, call_id)
                     add_issue(issue)
                     op.issues.append(issue)
+                continue
+
+            # Step 8: reconcile_result / recovery_decision bind by payload.operationId.
+            payload_op = actions["toolRecovery"]["payload"]["operationId"]
+            op = by_operation.get(payload_op)
+            if op is None:
+                ref_call = _refs_of(e).get("toolCallId")
+                add_issue(
+                    ToolLedgerIssue(
+                        EVENT_ORDER_CONFLICT,
+                        eid,
+                        payload_op,
+                        ref_call if isinstance(ref_call, str) and ref_call else None,
+                    )
+                )
+            elif lane is RECONCILE_RESULT:
+                op.reconcile_events.append(e)
             else:
-                issue = ToolLedgerIssue(DUPLICATE_CALL, eid, op.operation_id or None, call_id)
-                add_issue(issue)
-                op.issues.append(issue)
-            continue
+                op.decision_events.append(e)
 
-        if lane == TOOL_DISPATCH:
-            # Step 6.
-            t = get("actions")["toolDispatch"]
-            t_op = t["operationId"]
-            t_call = t["providerToolCallId"]
-            t_name = t["toolName"]
-            key = (inv, t_call)
-            op = by_call.get(key)
-            if op is None:
-                op = ScannedOperation(t_call, t_name, t_op, None, e)
-                by_call[key] = op
-                operations.append(op)
-                issue = ToolLedgerIssue(EVENT_ORDER_CONFLICT, eid, t_op, t_call)
-                add_issue(issue)
-                op.issues.append(issue)
-            elif op.dispatch_event is not None:
-                issue = ToolLedgerIssue(DUPLICATE_DISPATCH, eid, t_op, t_call)
-                add_issue(issue)
-                op.issues.append(issue)
-                continue
-            bound = by_operation.get(t_op)
-            if bound is not None and bound is not op:
-                issue = ToolLedgerIssue(DUPLICATE_OPERATION, eid, t_op, t_call)
-                add_issue(issue)
-                bound.issues.append(issue)
-                op.issues.append(issue)
-                continue
-            op.operation_id = t_op
-            op.dispatch_event = e
-            by_operation[t_op] = op
-            refs = _refs_of(e)
-            call_event = op.call_event
-            if (
-                op.tool_name != t_name
-                or refs.get("operationId", _MISSING) != t_op
-                or refs.get("toolCallId", _MISSING) != t_call
-                or (call_event is not None and not _same_execution(call_event, e))
-            ):
-                issue = ToolLedgerIssue(IDENTITY_CONFLICT, eid, t_op, t_call)
-                add_issue(issue)
-                op.issues.append(issue)
-            if call_event is not None:
-                if _hash_of_call(call_event) != t["canonicalArgsHash"]:
-                    issue = ToolLedgerIssue(CANONICAL_ARGS_HASH_CONFLICT, eid, t_op, t_call)
-                    add_issue(issue)
-                    op.issues.append(issue)
-            response = op.response_event
-            if response is not None:
-                issue = ToolLedgerIssue(EVENT_ORDER_CONFLICT, eid, t_op, t_call)
-                add_issue(issue)
-                op.issues.append(issue)
-                rrefs = _refs_of(response)
-                if (
-                    rrefs.get("operationId", _MISSING) != t_op
-                    or rrefs.get("toolCallId", _MISSING) != t_call
-                    or not _same_execution(e, response)
-                ):
-                    issue = ToolLedgerIssue(IDENTITY_CONFLICT, response["id"], t_op, t_call)
-                    add_issue(issue)
-                    op.issues.append(issue)
-            continue
-
-        if lane == FUNCTION_RESPONSE:
-            # Step 7.
-            content = get("content")
-            call_id = content["id"]
-            name = content["name"]
-            key = (inv, call_id)
-            op = by_call.get(key)
-            if op is None:
-                op = ScannedOperation(call_id, name, None, None, None, e)
-                by_call[key] = op
-                operations.append(op)
-                issue = ToolLedgerIssue(ORPHAN_RESPONSE, eid, None, call_id)
-                add_issue(issue)
-                op.issues.append(issue)
-                continue
-            if op.response_event is not None:
-                issue = ToolLedgerIssue(DUPLICATE_RESPONSE, eid, op.operation_id or None, call_id)
-                add_issue(issue)
-                op.issues.append(issue)
-                continue
-            op.response_event = e
-            bad = op.tool_name != name or not _same_execution(op.call_event, e)
-            if not bad and op.operation_id is not None:
-                refs = _refs_of(e)
-                bad = (
-                    refs.get("operationId", _MISSING) != op.operation_id
-                    or refs.get("toolCallId", _MISSING) != op.tool_call_id
-                )
-            if bad:
-                issue = ToolLedgerIssue(IDENTITY_CONFLICT, eid, op.operation_id or None, call_id)
-                add_issue(issue)
-                op.issues.append(issue)
-            continue
-
-        # Step 8: reconcile_result / recovery_decision bind by payload.operationId.
-        payload_op = get("actions")["toolRecovery"]["payload"]["operationId"]
-        op = by_operation.get(payload_op)
-        if op is None:
-            ref_call = _refs_of(e).get("toolCallId")
-            add_issue(
-                ToolLedgerIssue(
-                    EVENT_ORDER_CONFLICT,
-                    eid,
-                    payload_op,
-                    ref_call if isinstance(ref_call, str) and ref_call else None,
-                )
-            )
-        elif lane == RECONCILE_RESULT:
-            op.reconcile_events.append(e)
-        else:
-            op.decision_events.append(e)
-
-    return ToolLedgerScan(tuple(operations), tuple(issues))
+        self._spine_conflict = spine_conflict
 
 
-__all__ = ["scan_tool_ledger"]
+__all__ = ["LedgerScanner", "scan_tool_ledger"]

@@ -29,9 +29,10 @@ Rules every reader must know:
   themselves, in a tuple; ``ToolOperation.args`` is the call event's own ``args`` value.
 * Same input, same plan: messages are fixed English texts built only from ids and names in the
   input, so two builds compare equal (§1.8).
-* Performance: besides the resolver, a single pass over the ledger (shared with the replay
-  assembly, ``replay._replay_scan``) finds the replay events, the call events the decisions
-  name and the visible responses; the rest is per operation. Nothing is copied.
+* Performance: the resolver's scan and one replay pass (``replay.ReplayScanner``, which also
+  finds the call events the decisions name and the visible responses) walk the ledger piece
+  by piece together (``_scan``); the rest is per operation. Nothing is copied. See
+  ``docs/performance.md``.
 
 Choices where the spec is silent are listed in ``docs/choices/plan.md``.
 """
@@ -39,12 +40,13 @@ Choices where the spec is silent are listed in ``docs/choices/plan.md``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from maka_ref._ledger.resolver import resolve_recovery
-from maka_ref._ledger.results import Decision
-from maka_ref._plan.replay import _is_hidden, _replay_scan
+from maka_ref._ledger.resolver import resolution_of_scan, resolve_recovery
+from maka_ref._ledger.results import Decision, Resolution
+from maka_ref._ledger.scanner import LedgerScanner
+from maka_ref._plan.replay import ReplayScanner
 
 __all__ = [
     "DANGLING_TOOL_STATE",
@@ -56,6 +58,8 @@ __all__ = [
     "ToolOperation",
     "build_resume_plan",
 ]
+
+_object_setattr = object.__setattr__  # how a frozen dataclass sets its fields
 
 Disposition = Literal["safe_replay", "blocked"]
 OperationStatus = Literal["succeeded", "failed", "indeterminate", "not_dispatched", "parked", "corruption"]
@@ -114,7 +118,7 @@ _DIAGNOSTIC_OF_STATUS: Mapping[str, str] = {
 # ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolOperation:
     """One visible tool call of the prefix and what became of it (spec 20 §1.1)."""
 
@@ -127,6 +131,27 @@ class ToolOperation:
     response_runtime_event_id: str | None = None
     #: Present iff ``response_runtime_event_id`` is; True only for ``isError === true``.
     response_is_error: bool | None = None
+
+    def __init__(
+        self,
+        tool_call_id: str,
+        tool_name: str,
+        args: Any,
+        status: OperationStatus,
+        call_runtime_event_id: str,
+        response_runtime_event_id: str | None = None,
+        response_is_error: bool | None = None,
+    ) -> None:
+        # The dataclass-generated frozen __init__ with ``object.__setattr__`` looked up once
+        # (one ToolOperation per operation; see ``Decision.__init__``).
+        set_ = _object_setattr
+        set_(self, "tool_call_id", tool_call_id)
+        set_(self, "tool_name", tool_name)
+        set_(self, "args", args)
+        set_(self, "status", status)
+        set_(self, "call_runtime_event_id", call_runtime_event_id)
+        set_(self, "response_runtime_event_id", response_runtime_event_id)
+        set_(self, "response_is_error", response_is_error)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -183,6 +208,10 @@ class ResumePlan:
     runtime_events: tuple[Any, ...]
     #: The legal provider-replay subset (§1.7), same objects.
     replay_runtime_events: tuple[Any, ...]
+    #: The RecoveryResolver result the plan was built from (``resolve_recovery`` of the same
+    #: events), so one ``build_resume_plan`` call answers both questions a restart asks. Not
+    #: part of the spec's plan: absent from ``to_json()``, ``repr`` and equality.
+    resolution: Resolution = field(compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -327,26 +356,48 @@ def _high_water_mismatch(expected: Any, actual: int) -> bool:
     return expected != actual
 
 
+#: Ledger entries per piece of the shared pass (see ``_scan``): a piece's events (about 1 KB
+#: of objects each) then fit in a core's L2 cache between the two passes over it.
+_PIECE = 256
+
+
+def _scan(
+    events: tuple[Any, ...],
+) -> tuple[Resolution, tuple[tuple[Any, ...], dict[str, Any], list[Any]]]:
+    """The resolver's scan and the replay pass (§1.7, §1.3 item 6) over ``events``, piece by piece.
+
+    Both passes read the same fields of every event. Run one after the other over a large
+    ledger, the second would fetch every event from main memory again; fed the same piece
+    back to back, it finds them in the CPU cache. The result is exactly
+    ``resolve_recovery(events)`` and ``ReplayScanner`` over the whole ledger (each is
+    piece-independent by construction).
+    """
+    scanner = LedgerScanner(markers=[])
+    replay = ReplayScanner(collect_plan_facts=True)
+    for start in range(0, len(events), _PIECE):
+        piece = events[start : start + _PIECE]
+        scanner.feed(piece)
+        replay.feed(piece)
+    return resolution_of_scan(events, scanner), replay.result()
+
+
 def build_resume_plan(events: Iterable[Any], expected_runtime_event_high_water: Any = None) -> ResumePlan:
     """Plan a Phase 0 resume of ``events`` (spec 20 §1.2). Never raises, never mutates."""
     runtime_events, is_ledger = _as_event_tuple(events)
     high_water = len(runtime_events)
-    recovery = resolve_recovery(runtime_events if is_ledger else events)
-    decisions = recovery.decisions
-
-    # One pass over the ledger: the replay events (§1.7), the call events the decisions name
-    # and the non-partial, visible function_response events (§1.3 item 6).
-    wanted = {d.call_runtime_event_id for d in decisions if _str_or_none(d.call_runtime_event_id)}
     if is_ledger:
-        replay, call_events, responses = _replay_scan(runtime_events, wanted)
+        recovery, (replay, call_events, responses) = _scan(runtime_events)
     else:
+        recovery = resolve_recovery(events)
         replay, call_events, responses = (), {}, []
+    decisions = recovery.decisions
 
     # §1.1 projection. A decision whose call event is not a visible function_call of the input
     # (a hidden nested call) is kept aside for §1.3 item 5 and §1.5.
     operations: list[ToolOperation] = []
     operation_reasons: list[str] = []  # the decision reason of each operation, for messages
-    operation_invocations: list[Any] = []  # the call event's invocationId of each operation
+    operation_calls: list[dict[str, Any]] = []  # the call event of each operation
+    operation_by_call_id: dict[str, ToolOperation] = {}  # the first operation of each call id
     hidden_call_decisions: list[tuple[Decision, dict[str, Any] | None]] = []
     callless_decisions: list[Decision] = []
     for decision in decisions:
@@ -354,29 +405,28 @@ def build_resume_plan(events: Iterable[Any], expected_runtime_event_high_water: 
         if type(call_id) is not str or not call_id:
             callless_decisions.append(decision)
             continue
-        call = call_events.get(call_id)
-        # ``call_events`` only holds non-partial function_call events (see ``_replay_scan``).
-        if call is None or _is_hidden(call):
-            hidden_call_decisions.append((decision, call))
+        # ``call_events`` only holds non-partial function_call events (see ``ReplayScanner``).
+        found = call_events.get(call_id)
+        if found is None or found[1]:
+            hidden_call_decisions.append((decision, found[0] if found is not None else None))
             continue
-        content = _get(call, "content")
-        name = _get(content, "name")
+        call, _, name, args = found
         response_id = decision.response_runtime_event_id
         if type(response_id) is not str or not response_id:
             response_id = None
-        operations.append(
-            ToolOperation(
-                decision.tool_call_id,
-                name if type(name) is str else (_str_or_none(decision.tool_name) or ""),
-                _get(content, "args"),
-                _operation_status(decision),  # type: ignore[arg-type]
-                call_id,
-                response_id,
-                (decision.response_is_error is True) if response_id is not None else None,
-            )
+        operation = ToolOperation(
+            decision.tool_call_id,
+            name if type(name) is str else (_str_or_none(decision.tool_name) or ""),
+            args,
+            _operation_status(decision),  # type: ignore[arg-type]
+            call_id,
+            response_id,
+            (decision.response_is_error is True) if response_id is not None else None,
         )
+        operations.append(operation)
         operation_reasons.append(decision.reason)
-        operation_invocations.append(_get(call, "invocationId"))
+        operation_calls.append(call)
+        operation_by_call_id.setdefault(operation.tool_call_id, operation)
 
     diagnostics: list[PlanDiagnostic] = []
     add = diagnostics.append
@@ -474,22 +524,16 @@ def build_resume_plan(events: Iterable[Any], expected_runtime_event_high_water: 
     # across invocations (several operations share it) the one whose call is in the response's
     # invocation is preferred, as tool calls are keyed by (invocationId, call id) — spec 10 §4.3.
     if responses:
-        operation_by_call_id: dict[str, ToolOperation] = {}
-        for op in operations:
-            operation_by_call_id.setdefault(op.tool_call_id, op)
         # Only a reused call id needs the (invocationId, call id) map; otherwise both lookups
         # find the same operation.
         operation_by_key: dict[tuple[str, str], ToolOperation] | None = None
         if len(operation_by_call_id) != len(operations):
             operation_by_key = {}
-            for op, invocation_id in zip(operations, operation_invocations):
+            for op, call in zip(operations, operation_calls):
+                invocation_id = _get(call, "invocationId")
                 if type(invocation_id) is str:
                     operation_by_key.setdefault((invocation_id, op.tool_call_id), op)
-        for event in responses:
-            content = _get(event, "content")
-            event_id = _str_or_none(_get(event, "id"))
-            response_call_id = _get(content, "id")
-            response_name = _get(content, "name")
+        for event, response_call_id, response_name in responses:
             op = None
             if type(response_call_id) is str:
                 if operation_by_key is not None:
@@ -498,6 +542,9 @@ def build_resume_plan(events: Iterable[Any], expected_runtime_event_high_water: 
                         op = operation_by_key.get((invocation_id, response_call_id))
                 if op is None:
                     op = operation_by_call_id.get(response_call_id)
+            if op is not None and type(response_name) is str and response_name == op.tool_name:
+                continue  # the response matches its operation
+            event_id = _str_or_none(_get(event, "id"))
             if op is None:
                 add(
                     PlanDiagnostic(
@@ -508,7 +555,7 @@ def build_resume_plan(events: Iterable[Any], expected_runtime_event_high_water: 
                         tool_name=_str_or_none(response_name),
                     )
                 )
-            elif not (type(response_name) is str and response_name == op.tool_name):
+            else:
                 add(
                     PlanDiagnostic(
                         code=TOOL_NAME_MISMATCH,
@@ -551,4 +598,5 @@ def build_resume_plan(events: Iterable[Any], expected_runtime_event_high_water: 
         directive=RESUME_DIRECTIVE if requires_verification else None,
         runtime_events=runtime_events,
         replay_runtime_events=replay,
+        resolution=recovery,
     )
