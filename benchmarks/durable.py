@@ -33,7 +33,7 @@ Measures, in one process and on one disk (a temporary directory under ``--dir``)
    health scan, §2.1) of that database is timed too.
 
 Prints markdown tables; ``--json PATH`` also writes the numbers. Results and method:
-``docs/performance-storage.md``.
+``docs/performance.md`` ("Durable writes and projection rebuild").
 """
 
 from __future__ import annotations
