@@ -37,7 +37,8 @@ _O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 
 
-def _fsync_directory(path: Path) -> None:
+def fsync_directory(path: Path) -> None:
+    """fsync a directory so a create/rename in it is durable (best effort where unsupported)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_CLOEXEC)
     except OSError:  # pragma: no cover - platforms without directory fds
@@ -69,7 +70,7 @@ def append_effect_start(workspace: str | os.PathLike[str], operation_id: str, to
     finally:
         os.close(fd)
     if created:
-        _fsync_directory(root)
+        fsync_directory(root)
 
 
 @dataclass(frozen=True, slots=True)

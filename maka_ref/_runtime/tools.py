@@ -52,6 +52,7 @@ from typing import Any, ClassVar, Final
 
 import jsonschema
 
+from maka_ref._runtime.effects import fsync_directory as _fsync_directory
 from maka_ref._runtime.errors import RuntimeLoopError
 from maka_ref._runtime.paths import confine
 from maka_ref._store.failpoints import failpoint
@@ -90,19 +91,6 @@ class ToolContext:
 
 def _path_schema() -> dict[str, Any]:
     return {"type": "string", "minLength": 1}
-
-
-def _fsync_directory(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_CLOEXEC)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
 
 
 def _encode(text: str, what: str) -> bytes:
