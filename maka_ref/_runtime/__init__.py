@@ -17,7 +17,7 @@ below the CLI. Modules, each small and single-purpose:
 from maka_ref._runtime.effects import EFFECT_LOG_NAME, EffectLog, read_effect_log
 from maka_ref._runtime.errors import RuntimeLoopError, ScriptError, ScriptExhaustedError, ToolBoundaryError
 from maka_ref._runtime.ids import RunIds, new_seed, operation_id
-from maka_ref._runtime.livepoints import LIVE_FAILPOINTS, PENDING_FAILPOINTS
+from maka_ref._runtime.livepoints import LIVE_FAILPOINTS, NON_LOOP_FAILPOINTS
 from maka_ref._runtime.paths import ConfinementError, confine
 from maka_ref._runtime.provider import (
     LEGACY_PROTOCOL,
@@ -38,7 +38,7 @@ __all__ = [
     "EFFECT_LOG_NAME",
     "LEGACY_PROTOCOL",
     "LIVE_FAILPOINTS",
-    "PENDING_FAILPOINTS",
+    "NON_LOOP_FAILPOINTS",
     "T1_PROTOCOL",
     "TOOLS",
     "ConfinementError",

@@ -32,20 +32,22 @@ P9    terminal event committed, before the        same
       terminal run-header update
 ====  ==========================================  =============================================
 
-P10 (recovery-decision commit) and P11 (continuation-run creation) belong to startup repair
-and Phase 1 continuation, which are not built yet: :data:`PENDING_FAILPOINTS`.
+P10 (recovery-decision commit) and P11 (continuation-run creation) are not in the tool loop:
+they sit in startup repair and Phase 1 continuation (:data:`NON_LOOP_FAILPOINTS`).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["LIVE_FAILPOINTS", "PENDING_FAILPOINTS"]
+__all__ = ["LIVE_FAILPOINTS", "NON_LOOP_FAILPOINTS"]
 
 #: Reached by the live loop of :func:`maka_ref._runtime.run_turn.run_turn`, in loop order.
 LIVE_FAILPOINTS: Final = ("P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9")
-#: Named by spec 20 §2 but owned by later work (startup repair, continuation).
-PENDING_FAILPOINTS: Final = {
-    "P10": "recovery-decision commit: startup repair / reconcile (issue 4 item 5, not built yet)",
-    "P11": "continuation-run creation: Phase 1 continuation (issue 4 item 6, not built yet)",
+#: Named by spec 20 §2, reached outside the tool loop.
+NON_LOOP_FAILPOINTS: Final = {
+    "P10": "recovery-decision commit: startup repair, between the repair's terminal event and the "
+    "header update (maka_ref._repair.terminal, maka_ref._repair.claim_saga)",
+    "P11": "continuation-run creation: after the target run header is created, before the "
+    "continuation-start commit (maka_ref._continuation.execute)",
 }
