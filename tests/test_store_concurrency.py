@@ -279,6 +279,36 @@ def test_c8_first_openers_on_fresh_dir(tmp_path: Path, round_: int) -> None:
     assert_healthy(db, operation_ids=())
 
 
+@rounds(3)
+def test_c11_two_openers_on_a_database_rewound_to_v10(prepared: Path, round_: int) -> None:
+    """§7.3 C11 (§1.3 algorithm, §1.2 migration 11): a database rewound to runtime v10 (the
+    session-ordinals table dropped, ``user_version`` 10) opened by two processes at once →
+    [0, 0]; exactly one migrates (the re-read under the lock stops the other), the schema is
+    12 again and the ordinals are backfilled densely in rowid order."""
+    conn = _raw(prepared)
+    try:
+        events_before = conn.execute("SELECT event_id FROM runtime_events ORDER BY rowid").fetchall()
+        conn.execute("DROP TABLE runtime_session_event_ordinals")
+        conn.execute("PRAGMA user_version = 10")
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 10
+    finally:
+        conn.close()
+    outcome = race(["operational_open_only", "operational_open_only"], prepared, round_)
+    assert outcome.exit_codes == [0, 0], outcome.describe()
+    conn = _raw(prepared)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == CURRENT_SCHEMA_VERSION
+        ordinals = conn.execute(
+            "SELECT o.event_id, o.ordinal FROM runtime_session_event_ordinals o "
+            "JOIN runtime_events e ON e.event_id = o.event_id ORDER BY e.rowid"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert [event_id for event_id, _ in ordinals] == [row[0] for row in events_before]
+    assert [ordinal for _, ordinal in ordinals] == list(range(1, len(events_before) + 1))
+    assert_healthy(prepared)
+
+
 def test_c12_db_path_is_a_directory(tmp_path: Path) -> None:
     """§7.3 C12 (§10 item 34): the DB path names a directory → the worker fails the open
     cleanly (exit 2, ``RESULT error`` on stderr) and the failure is reported, not hung on."""
