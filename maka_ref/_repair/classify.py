@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from maka_ref._events.predicates import is_partial_event, is_terminal_event, terminal_run_status
+from maka_ref._plan.continuation.terminal import derive_abort_source, derive_failure_class
 
 __all__ = [
     "TURN_STATUS_BY_RUN_STATUS",
@@ -40,42 +41,6 @@ TURN_STATUS_BY_RUN_STATUS: Final = {"completed": "completed", "failed": "failed"
 
 def _get(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, Mapping) else None
-
-
-def _first_string(*values: Any) -> str | None:
-    for value in values:
-        if type(value) is str and value:
-            return value
-    return None
-
-
-def derive_failure_class(event: Mapping[str, Any], header: Mapping[str, Any] | None = None) -> str | None:
-    """§4.3: stateDelta failureClass/errorClass/reason/code, error-content reason/code, header."""
-    delta = _get(_get(event, "actions"), "stateDelta")
-    content = _get(event, "content")
-    error = content if _get(content, "kind") == "error" else None
-    return _first_string(
-        _get(delta, "failureClass"),
-        _get(delta, "errorClass"),
-        _get(delta, "reason"),
-        _get(delta, "code"),
-        _get(error, "reason"),
-        _get(error, "code"),
-        _get(header, "failureClass"),
-    )
-
-
-def derive_abort_source(event: Mapping[str, Any], header: Mapping[str, Any] | None = None) -> str | None:
-    """§4.3: stateDelta abortSource/source, refs abortSource/source, header."""
-    delta = _get(_get(event, "actions"), "stateDelta")
-    refs = _get(event, "refs")
-    return _first_string(
-        _get(delta, "abortSource"),
-        _get(delta, "source"),
-        _get(refs, "abortSource"),
-        _get(refs, "source"),
-        _get(header, "abortSource"),
-    )
 
 
 def matching_terminal_events(header: Mapping[str, Any], events: Sequence[Any]) -> list[Any]:

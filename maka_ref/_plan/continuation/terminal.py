@@ -36,6 +36,8 @@ __all__ = [
     "TERMINAL_HEADER_STATUSES",
     "TerminalClassification",
     "classify_terminal",
+    "derive_abort_source",
+    "derive_failure_class",
     "header_matches_fact",
     "terminal_repair_succeeded",
 ]
@@ -59,6 +61,35 @@ def _first_str(*values: Any) -> str | None:
         if type(value) is str and value:
             return value
     return None
+
+
+def derive_failure_class(event: Any, header: Any = None) -> str | None:
+    """§4.3: stateDelta failureClass/errorClass/reason/code, error-content reason/code, header."""
+    delta = _get(_get(event, "actions"), "stateDelta")
+    content = _get(event, "content")
+    error = content if _get(content, "kind") == "error" else None
+    return _first_str(
+        _get(delta, "failureClass"),
+        _get(delta, "errorClass"),
+        _get(delta, "reason"),
+        _get(delta, "code"),
+        _get(error, "reason"),
+        _get(error, "code"),
+        _get(header, "failureClass"),
+    )
+
+
+def derive_abort_source(event: Any, header: Any = None) -> str | None:
+    """§4.3: stateDelta abortSource/source, refs abortSource/source, header."""
+    delta = _get(_get(event, "actions"), "stateDelta")
+    refs = _get(event, "refs")
+    return _first_str(
+        _get(delta, "abortSource"),
+        _get(delta, "source"),
+        _get(refs, "abortSource"),
+        _get(refs, "source"),
+        _get(header, "abortSource"),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,31 +143,13 @@ def classify_terminal(header: Any, events: Sequence[Any]) -> TerminalClassificat
     run_status = _RUN_STATUS.get(status) if type(status) is str else None
     if run_status is None:
         return TerminalClassification("incomplete_single_terminal", event, index)
-    delta = _get(_get(event, "actions"), "stateDelta")
-    refs = _get(event, "refs")
-    content = _get(event, "content")
-    error = content if _get(content, "kind") == "error" else None
     failure_class = abort_source = None
     if run_status == "failed":
-        failure_class = _first_str(
-            _get(delta, "failureClass"),
-            _get(delta, "errorClass"),
-            _get(delta, "reason"),
-            _get(delta, "code"),
-            _get(error, "reason"),
-            _get(error, "code"),
-            _get(header, "failureClass"),
-        )
+        failure_class = derive_failure_class(event, header)
         if failure_class is None:
             return TerminalClassification("incomplete_single_terminal", event, index)
     elif run_status == "cancelled":
-        abort_source = _first_str(
-            _get(delta, "abortSource"),
-            _get(delta, "source"),
-            _get(refs, "abortSource"),
-            _get(refs, "source"),
-            _get(header, "abortSource"),
-        )
+        abort_source = derive_abort_source(event, header)
         if abort_source is None:
             return TerminalClassification("incomplete_single_terminal", event, index)
     return TerminalClassification(
