@@ -65,6 +65,7 @@ from hypothesis import strategies as st
 
 from maka_ref._codec.argshash import canonical_args_hash
 from maka_ref.testing.strategies import RECOVERY_MODES, T1, OperationTruth, texts, tool_calls, tool_results
+from maka_ref.testing._strategies.builder import styled_event_id
 
 __all__ = [
     "PATHS",
@@ -343,14 +344,7 @@ class _Draft:
 
     def event_id(self, run: _Spine) -> str:
         self.n_event += 1
-        n = self.n_event
-        if self.id_style == "seq":
-            return f"evt-{n:06d}"
-        if self.id_style == "run":
-            return f"{run.run_id}/{n}"
-        if self.id_style == "uuid":
-            return f"{self.seed:08x}-{n:04x}-4{n % 4096:03x}-8000-{(self.seed * 31 + n) % 16**12:012x}"
-        return f"événement-{n}"
+        return styled_event_id(self.id_style, self.n_event, run.run_id, self.seed)
 
 
 def _operation_json(op: _Op, state: str, result_event_id: str | None, version: int) -> dict[str, Any]:

@@ -82,14 +82,7 @@ class _Builder:
 
     def event_id(self) -> str:
         self.n_event += 1
-        n = self.n_event
-        if self.id_style == "seq":
-            return f"evt-{n:06d}"
-        if self.id_style == "run":
-            return f"{self.run_id}/{n}"
-        if self.id_style == "uuid":
-            return f"{self.seed:08x}-{n:04x}-4{n % 4096:03x}-8000-{(self.seed * 31 + n) % 16**12:012x}"
-        return f"événement-{n}"
+        return styled_event_id(self.id_style, self.n_event, self.run_id, self.seed)
 
     def operation_id(self) -> str:
         self.n_op += 1
@@ -119,3 +112,14 @@ class _Builder:
 
 def _spine_of(event: dict[str, Any]) -> _Spine:
     return _Spine(event["sessionId"], event["runId"], event["turnId"], event["invocationId"])
+
+
+def styled_event_id(style: str, n: int, run_id: str, seed: int) -> str:
+    """The n-th event id in one of the id styles (``seq``, ``run``, ``uuid``, else non-ASCII)."""
+    if style == "seq":
+        return f"evt-{n:06d}"
+    if style == "run":
+        return f"{run_id}/{n}"
+    if style == "uuid":
+        return f"{seed:08x}-{n:04x}-4{n % 4096:03x}-8000-{(seed * 31 + n) % 16**12:012x}"
+    return f"événement-{n}"
