@@ -45,7 +45,6 @@ from maka_ref._runtime.run_turn import (
     PERMISSION_MODE,
     MillisecondClock,
     RunSummary,
-    _error_json,
     _summary,
     _Turn,
 )
@@ -277,21 +276,6 @@ def execute_continuation(
         turn.op_seq = 2
         turn.history.extend(e if isinstance(e, FrozenDict) else FrozenDict(thaw(e)) for e in c.runtime_context)
         turn.history.append(FrozenDict(start))
-        status, error, finalize_error = "completed", None, None
-        unexpected: BaseException | None = None
-        try:
-            turn.provider_loop()
-        except MakaRefError as exc:
-            status, error = "failed", _error_json(exc)
-        except Exception as exc:  # noqa: BLE001 - finish the run as failed, then re-raise
-            status, error, unexpected = "failed", _error_json(exc), exc
-        try:
-            turn.finalize(status, error)
-        except Exception as exc:  # noqa: BLE001 - startup repair owns the rest
-            finalize_error = _error_json(exc)
-            if not turn.terminal_committed:
-                status = "failed"
-        if unexpected is not None:
-            raise unexpected
+        status, error, finalize_error = turn.drive(turn.provider_loop)
         summary = _summary(turn, script, Path(root), c.safety_snapshot.workspace_identity, status, error, finalize_error)
         return ExecutionResult(c.claim_id, started.start_event_id, summary)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -220,6 +220,31 @@ class _Turn:
                 self.history.append(outcome.response_event)
             results_handed_on = True
 
+    def drive(self, loop: Callable[[], None]) -> tuple[str, Mapping[str, str] | None, Mapping[str, str] | None]:
+        """Run ``loop``, then seal the run (terminal event before header) whatever happened.
+
+        Returns ``(status, error, finalize_error)``. A store/runtime error ends the run
+        ``failed``; any other exception also ends it ``failed`` and is then re-raised. A
+        failure while sealing is reported, not raised: startup repair owns the rest.
+        """
+        status, error, finalize_error = "completed", None, None
+        unexpected: BaseException | None = None
+        try:
+            loop()
+        except MakaRefError as exc:
+            status, error = "failed", _error_json(exc)
+        except Exception as exc:  # noqa: BLE001 - finish the run as failed, then re-raise
+            status, error, unexpected = "failed", _error_json(exc), exc
+        try:
+            self.finalize(status, error)
+        except Exception as exc:  # noqa: BLE001 - reported; startup repair owns the rest
+            finalize_error = _error_json(exc)
+            if not self.terminal_committed:  # no terminal fact: the run did not complete
+                status = "failed"
+        if unexpected is not None:
+            raise unexpected
+        return status, error, finalize_error
+
     def finalize(self, status: str, error: Mapping[str, str] | None) -> None:
         """Terminal event (barrier) before the terminal header, then the operational event."""
         failure_class = error["code"] if error is not None else None
@@ -284,22 +309,7 @@ def run_turn(
         try:
             turn = _Turn(loaded, root, identity.identity, ids, store, runs, tick, the_provider, tools or TOOLS)
             turn.create_header()
-            status, error, finalize_error = "completed", None, None
-            unexpected: BaseException | None = None
-            try:
-                turn.run_loop()
-            except MakaRefError as exc:
-                status, error = "failed", _error_json(exc)
-            except Exception as exc:  # noqa: BLE001 - finish the run as failed, then re-raise
-                status, error, unexpected = "failed", _error_json(exc), exc
-            try:
-                turn.finalize(status, error)
-            except Exception as exc:  # noqa: BLE001 - reported; startup repair owns the rest
-                finalize_error = _error_json(exc)
-                if not turn.terminal_committed:  # no terminal fact: the run did not complete
-                    status = "failed"
-            if unexpected is not None:
-                raise unexpected
+            status, error, finalize_error = turn.drive(turn.run_loop)
             return _summary(turn, loaded, root, identity.identity, status, error, finalize_error)
         finally:
             runs.close()
