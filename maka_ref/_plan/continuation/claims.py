@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from maka_ref._events.constants import CONTINUATION_START_KEYS
 from maka_ref._codec.frozen import thaw
 from maka_ref._events.constants import T1_PROTOCOL
 
@@ -43,18 +44,7 @@ START_KINDS = ("runtime_admission", "claim_repair")
 MUTABLE_HEADER_FIELDS = frozenset(
     {"status", "updatedAt", "completedAt", "failureClass", "failureMessage", "abortSource", "traceWriteError"}
 )
-_START_KEYS = frozenset(
-    {
-        "protocol",
-        "provenance",
-        "claimId",
-        "boundaryDigest",
-        "immediateSource",
-        "replayManifestDigest",
-        "providerProjectionVersion",
-        "providerReplayDigest",
-    }
-)
+_START_KEYS = frozenset(CONTINUATION_START_KEYS)
 
 
 def _get(value: Any, key: str) -> Any:
