@@ -1,0 +1,5 @@
+"""``python -m conformance`` is ``maka-conformance``."""
+
+from conformance._cli.main import main
+
+main()

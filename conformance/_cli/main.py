@@ -1,0 +1,122 @@
+"""``maka-conformance``: certify an implementation, merge platform reports, export vectors.
+
+Exit codes (every subcommand): 0 success (certify: every claimed clause passed), 1 a clause
+failed, 2 a usage or harness error. The work is done by library functions that the tests
+call directly; this module parses arguments and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn, Sequence, TextIO
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+LEVELS = ("ledger", "durable", "live", "recovery")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"maka-conformance: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _workers(text: str) -> str:
+    if text == "auto" or (text.isdigit() and int(text) >= 0):
+        return text
+    raise argparse.ArgumentTypeError("expected a number of workers or 'auto'")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="maka-conformance", description="conformance harness for crash-safe resume of agent runtimes")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = sub.add_parser("certify", help="run the conformance suite against an implementation and write its reports")
+    p.add_argument("--impl", metavar="CMD", help="command line of the implementation (default: the bundled reference runtime)")
+    p.add_argument("--level", choices=LEVELS, help="certify up to this level only (default: every level)")
+    p.add_argument("--report-dir", default="maka-conformance-report", metavar="DIR", help="where the reports go (default: %(default)s)")
+    p.add_argument("-n", "--workers", type=_workers, default="auto", metavar="N", help="parallel workers, or 'auto' (default), or 0 for none")
+    p.add_argument("-k", dest="keyword", metavar="EXPR", help="only clauses matching this pytest -k expression")
+    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="deadline of each protocol request (default 30)")
+    p.add_argument("--progress", choices=("auto", "plain", "rich", "none"), default="auto", help="progress display (default: a live bar on a terminal, plain lines otherwise)")
+    p = sub.add_parser("matrix", help="merge per-platform report.json files into one capability matrix")
+    p.add_argument("reports", nargs="+", metavar="REPORT.json")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p = sub.add_parser("vectors", help="golden vectors for implementers in other languages")
+    vsub = p.add_subparsers(dest="vectors_command", required=True, parser_class=_Parser)
+    e = vsub.add_parser("export", help="write the golden vectors, their schema and the protocol schemas to DIR")
+    e.add_argument("directory", metavar="DIR")
+    return parser
+
+
+def _cmd_certify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from conformance._suite.progress import make_progress
+    from conformance.certify import EXIT_HARNESS, certify
+
+    progress = make_progress(err, mode=args.progress)
+    if progress is not None:
+        progress.start(args.impl or "the bundled reference runtime (python -m maka_ref.adapter)")
+    try:
+        result = certify(args.impl, level=args.level, report_dir=args.report_dir, workers=args.workers,
+                         keyword=args.keyword, request_timeout=args.timeout,
+                         on_event=progress.on_event if progress is not None else None)
+    finally:
+        if progress is not None:
+            progress.finish()
+    if result.harness_error is not None:
+        print(f"maka-conformance: error: {result.harness_error}", file=err)
+        return EXIT_HARNESS
+    from conformance._cli.summary import print_summary
+
+    print_summary(result, out)
+    return result.exit_code
+
+
+def _cmd_matrix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from conformance.reports import RunReport, merge_matrix, render_matrix_markdown, render_matrix_text
+
+    reports = []
+    for name in args.reports:
+        try:
+            reports.append(RunReport.from_json(Path(name).read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"maka-conformance: error: {name}: not a readable report.json ({exc})", file=err)
+            return EXIT_USAGE
+    matrix = merge_matrix(reports)
+    if args.format == "json":
+        out.write(matrix.to_json() + "\n")
+    elif args.format == "markdown":
+        out.write(render_matrix_markdown(matrix))
+    else:
+        out.write(render_matrix_text(matrix))
+    return EXIT_OK
+
+
+def _cmd_vectors(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from conformance._cli.export import export_vectors
+
+    try:
+        written = export_vectors(args.directory)
+    except OSError as exc:
+        print(f"maka-conformance: error: cannot write {args.directory}: {exc}", file=err)
+        return EXIT_USAGE
+    print(f"wrote {len(written)} files to {os.path.abspath(args.directory)}", file=out)
+    return EXIT_OK
+
+
+def run(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Run the CLI and return its exit code (what the tests call)."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    handler: Any = {"certify": _cmd_certify, "matrix": _cmd_matrix, "vectors": _cmd_vectors}[args.command]
+    return int(handler(args, out, err))
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    raise SystemExit(run(argv))

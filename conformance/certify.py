@@ -1,0 +1,171 @@
+"""``certify``: run the conformance suite against one implementation and write its reports.
+
+This is the library behind ``maka-conformance certify`` (the CLI only parses arguments and
+prints). Why the suite runs in a child pytest process: the implementation under test is
+untrusted, the clauses spawn and kill processes, and xdist spawns workers; isolating all of
+that in a child with an overall deadline means that nothing the implementation does can hang
+or crash the caller, and the caller always gets a verdict.
+
+The child is a plain ``python -m pytest -p conformance.plugin --pyargs conformance.suite``
+with plugin autoloading disabled (a certification must not depend on which other pytest
+plugins happen to be installed) and its own empty ini file (nor on the caller's directory).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+__all__ = ["EXIT_FAILED", "EXIT_HARNESS", "EXIT_OK", "CertifyResult", "certify", "pytest_command"]
+
+EXIT_OK, EXIT_FAILED, EXIT_HARNESS = 0, 1, 2
+DEFAULT_REPORT_DIR = "maka-conformance-report"
+#: The deadline of a whole run unless the caller gives one: far above the 5-minute target,
+#: far below "hung forever".
+DEFAULT_RUN_TIMEOUT = 3600.0
+
+
+@dataclass
+class CertifyResult:
+    """What a certification produced. ``exit_code`` follows the CLI: 0 every claimed clause
+    passed, 1 a clause failed, 2 a usage or harness error (``harness_error`` says which)."""
+
+    exit_code: int
+    report_dir: Path
+    reports: list[Any] = field(default_factory=list)  # conformance.reports.RunReport, one per target
+    report_paths: dict[str, Path] = field(default_factory=dict)
+    pytest_exit: int | None = None
+    harness_error: str | None = None
+    log_path: Path | None = None
+    duration_s: float = 0.0
+
+
+def pytest_command(*, impl: str | None, level: str | None, report_dir: Path, events: Path, workers: int | str | None,
+                   keyword: str | None, request_timeout: float, extra: Sequence[str] = ()) -> list[str]:
+    ini = report_dir / "pytest.ini"
+    ini.write_text("[pytest]\n", encoding="utf-8")
+    argv = [sys.executable, "-m", "pytest", "-p", "conformance.plugin", "-p", "no:cacheprovider",
+            "-c", str(ini), "--rootdir", str(report_dir), "-q", "--no-header", "-rN",
+            "--maka-report-dir", str(report_dir), "--maka-events", str(events),
+            "--maka-timeout", str(request_timeout)]
+    if impl:
+        argv += ["--maka-impl", impl]
+    if level:
+        argv += ["--maka-level", level]
+    if keyword:
+        argv += ["-k", keyword]
+    if workers not in (None, 0, "0"):
+        argv += ["-p", "xdist.plugin", "-n", str(workers)]
+    argv += list(extra)
+    argv += ["--pyargs", "conformance.suite"]
+    return argv
+
+
+def _tail(path: Path, limit: int = 4000) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    return data[-limit:].decode("utf-8", "replace")
+
+
+def _follow(events: Path, offset: int, on_event: Callable[[Mapping[str, Any]], None] | None) -> int:
+    try:
+        with open(events, "rb") as fh:
+            fh.seek(offset)
+            chunk = fh.read()
+    except OSError:
+        return offset
+    end = chunk.rfind(b"\n")
+    if end < 0:
+        return offset
+    for line in chunk[: end + 1].splitlines():
+        if on_event is not None and line.strip():
+            try:
+                on_event(json.loads(line))
+            except ValueError:
+                pass
+    return offset + end + 1
+
+
+def certify(impl: str | None = None, *, level: str | None = None, report_dir: str | os.PathLike[str] | None = None,
+            workers: int | str | None = "auto", keyword: str | None = None, request_timeout: float = 30.0,
+            run_timeout: float = DEFAULT_RUN_TIMEOUT, on_event: Callable[[Mapping[str, Any]], None] | None = None,
+            extra_pytest_args: Sequence[str] = ()) -> CertifyResult:
+    """Certify ``impl`` (a command line; ``None``: the bundled reference adapter)."""
+    started = time.monotonic()
+    directory = Path(report_dir if report_dir is not None else DEFAULT_REPORT_DIR).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in ("report.json", "junit.xml", "report.md", "report.html", "events.jsonl"):
+        (directory / stale).unlink(missing_ok=True)
+    events, log = directory / "events.jsonl", directory / "pytest.log"
+    events.touch()
+    argv = pytest_command(impl=impl, level=level, report_dir=directory, events=events, workers=workers,
+                          keyword=keyword, request_timeout=request_timeout, extra=extra_pytest_args)
+    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PYTEST_ADDOPTS", None)
+    result = CertifyResult(EXIT_HARNESS, directory, log_path=log)
+    offset = 0
+    with open(log, "wb") as log_fh:
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
+                                 cwd=directory, env=env, start_new_session=True)
+        try:
+            while child.poll() is None:
+                offset = _follow(events, offset, on_event)
+                if time.monotonic() - started > run_timeout:
+                    os.killpg(child.pid, signal.SIGKILL)
+                    child.wait(10)
+                    result.harness_error = f"the run exceeded its deadline of {run_timeout:.0f} s and was killed"
+                    break
+                time.sleep(0.1)
+        except BaseException:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait(10)
+            raise
+        finally:
+            _reap_group(child.pid)
+    _follow(events, offset, on_event)
+    result.pytest_exit = child.returncode
+    result.duration_s = time.monotonic() - started
+    if result.harness_error is not None:
+        return result
+    return _read_results(result)
+
+
+def _reap_group(pgid: int) -> None:
+    """Kill whatever the run left in its process group (an implementation's stray child)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _read_results(result: CertifyResult) -> CertifyResult:
+    from conformance.reports import RunReport
+
+    index = result.report_dir / "reports.json"
+    code = result.pytest_exit
+    if code in (2, 3, 4) or not index.exists():
+        reason = {2: "the run was interrupted", 3: "pytest hit an internal error", 4: "pytest usage error",
+                  5: "no clause was collected (check -k / --level)"}.get(code if code is not None else -1,
+                                                                          "no report was written")
+        result.harness_error = f"{reason} (pytest exit {code}); log tail:\n{_tail(result.log_path) if result.log_path else ''}"
+        result.exit_code = EXIT_HARNESS
+        return result
+    listing = json.loads(index.read_text(encoding="utf-8"))
+    for entry in listing["reports"]:
+        path = result.report_dir / entry["json"]
+        result.reports.append(RunReport.from_json(path.read_text(encoding="utf-8")))
+        for kind, rel in entry.items():
+            result.report_paths[f"{entry['target']}:{kind}" if len(listing["reports"]) > 1 else kind] = result.report_dir / rel
+    failed = any(c.outcome in ("failed", "error") for r in result.reports for c in r.clauses)
+    failed = failed or any(r.harness_errors for r in result.reports)
+    result.exit_code = EXIT_FAILED if failed else EXIT_OK
+    return result
