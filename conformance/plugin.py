@@ -68,6 +68,13 @@ def maka(pytestconfig: pytest.Config) -> Iterator[Any]:
     yield _session(pytestconfig)
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Let ``-k`` select by clause id (``-k LEDGER-EQUIV-001``), not only by test name."""
+    info = clause_info(item)
+    if info is not None:
+        item.extra_keyword_matches.add(info.clause_id)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     level = config.getoption("maka_level")
     if level is None:
