@@ -1,0 +1,132 @@
+"""The platform capability matrix: several ``report.json`` files (one per platform, often from
+CI jobs on Linux, macOS and Windows) merged into capabilities × platforms.
+
+In the spirit of the architecture spec's matrix (00 "Platform capability matrix"), a cell says
+what was *proven* on a platform, not what is hoped: "supported" needs a claim and every
+clause of the capability run and passed there.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ._levels import CAPABILITIES
+from ._model import RunReport
+from ._text import implementation_line, platform_label
+
+__all__ = ["CELL_STATES", "Matrix", "merge_matrix", "render_matrix_markdown",
+           "render_matrix_text"]
+
+SUPPORTED, FAILED, NOT_CLAIMED, NOT_RUN = "supported", "failed", "not claimed", "not run"
+#: Cell values; in merge precedence order (the first one present wins).
+CELL_STATES: tuple[str, ...] = (FAILED, SUPPORTED, NOT_RUN, NOT_CLAIMED)
+BASE_PLATFORMS: tuple[str, ...] = ("Linux", "macOS", "Windows")
+
+
+@dataclass
+class Matrix:
+    """``cells[capability][platform]`` is one of :data:`CELL_STATES`.
+
+    ``sources[platform]`` lists what was merged there (``"maka-ref 0.1.0: level live"``), so a
+    reader can tell which run a cell comes from.
+    """
+
+    capabilities: list[str]
+    platforms: list[str]
+    cells: dict[str, dict[str, str]]
+    sources: dict[str, list[str]] = field(default_factory=dict)
+
+    def cell(self, capability: str, platform: str) -> str:
+        return self.cells[capability][platform]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"capabilities": self.capabilities, "platforms": self.platforms,
+                "cells": self.cells, "sources": self.sources}
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+
+def report_cells(report: RunReport) -> dict[str, str]:
+    """The cell value of each capability (clauses' or claimed) for one report."""
+    cells: dict[str, str] = {}
+    for capability, clauses in report.by_capability().items():
+        if any(c.bad for c in clauses):
+            cells[capability] = FAILED
+        elif capability not in report.claimed:
+            cells[capability] = NOT_CLAIMED
+        elif clauses and all(c.outcome == "passed" for c in clauses):
+            cells[capability] = SUPPORTED
+        else:  # claimed, but nothing ran, or part of it did not run
+            cells[capability] = NOT_RUN
+    return cells
+
+
+def _merge(a: str, b: str) -> str:
+    return min(a, b, key=CELL_STATES.index)
+
+
+def merge_matrix(reports: Iterable[RunReport]) -> Matrix:
+    """Merge reports into a :class:`Matrix`.
+
+    Rows: the union of capabilities (known ones in protocol order, then others sorted).
+    Columns: Linux, macOS, Windows (``Darwin`` is macOS), then any other system in order of
+    appearance. A platform without a report is "not run" everywhere; several reports for one
+    platform merge with "failed" first, then "supported", then "not run", then "not claimed".
+    """
+    reports = list(reports)
+    per_platform: dict[str, dict[str, str]] = {}
+    sources: dict[str, list[str]] = {}
+    platforms = list(BASE_PLATFORMS)
+    for report in reports:
+        label = platform_label(report.platform.get("system"))
+        if label not in platforms:
+            platforms.append(label)
+        merged = per_platform.setdefault(label, {})
+        for capability, state in report_cells(report).items():
+            old = merged.get(capability)
+            merged[capability] = state if old is None else _merge(old, state)
+        level = report.verdict().level_reached
+        status = f"level {level}" if level else "not certified"
+        sources.setdefault(label, []).append(f"{implementation_line(report)}: {status}")
+    names = {c for cells in per_platform.values() for c in cells}
+    capabilities = [c for c in CAPABILITIES if c in names] + sorted(names - set(CAPABILITIES))
+    cells = {
+        cap: {p: per_platform.get(p, {}).get(cap, NOT_CLAIMED if p in per_platform else NOT_RUN)
+              for p in platforms}
+        for cap in capabilities
+    }
+    return Matrix(capabilities=capabilities, platforms=platforms, cells=cells, sources=sources)
+
+
+def render_matrix_markdown(matrix: Matrix) -> str:
+    """A Markdown table (capability rows, platform columns) plus a legend and sources."""
+    header = "| Capability | " + " | ".join(matrix.platforms) + " |"
+    lines = [header, "|---|" + "|".join("---" for _ in matrix.platforms) + "|"]
+    for cap in matrix.capabilities:
+        states = (matrix.cells[cap][p] for p in matrix.platforms)
+        row = [f"**{s}**" if s == FAILED else s for s in states]
+        lines.append(f"| `{cap}` | " + " | ".join(row) + " |")
+    lines += ["", "supported = claimed and every clause passed; failed = a clause failed or "
+              "errored; not run = no report for the platform, or claimed but not (fully) run."]
+    if matrix.sources:
+        lines += [""] + [f"- {p}: " + "; ".join(s) for p, s in matrix.sources.items()]
+    return "\n".join(lines) + "\n"
+
+
+def render_matrix_text(matrix: Matrix) -> str:
+    """A plain aligned table for terminals (ASCII only, so it survives any console)."""
+    marks = {SUPPORTED: "supported", FAILED: "FAILED", NOT_CLAIMED: "-", NOT_RUN: "not run"}
+    header = ["capability", *matrix.platforms]
+    rows = [[cap, *(marks[matrix.cells[cap][p]] for p in matrix.platforms)]
+            for cap in matrix.capabilities]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
+    lines += [fmt.format(*row).rstrip() for row in rows]
+    lines.append("(- = not claimed)")
+    for platform, srcs in matrix.sources.items():
+        lines.append(f"{platform}: " + "; ".join(srcs))
+    return "\n".join(lines) + "\n"
