@@ -91,7 +91,9 @@ class StoreWorld:
     # -- host wrapper readers (§3.2, §3.8) -------------------------------------------------
 
     def read_session_cwd(self, session_id: str) -> str:
-        return str(self.root)
+        # canonical (§3.8, §8 item 32): a world opened through a symlink must report the same
+        # cwd as the header of a run started there (``run_turn`` records the resolved path)
+        return os.path.realpath(self.root)
 
     def tool_names(self) -> tuple[str, ...]:
         return utf16_sorted_unique(self._tool_catalog())
