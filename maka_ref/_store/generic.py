@@ -84,7 +84,7 @@ def pre_validate_generic(raw: Any, session_id: str | None = None, run_id: str | 
     if code == RESERVED_TOOL_BOUNDARY_FACT:
         raise StoreError("Durable tool facts require the atomic tool boundary writer", code="reserved_tool_boundary_fact")
     if code is not None:
-        raise StoreError(f"RuntimeEvent {event['id']} violates its semantic lane", code="semantic_lane_violation")
+        raise StoreError(f"RuntimeEvent {event['id']} violates its semantic lane", code=code)
     if session_id is not None or run_id is not None:
         if event.get("sessionId") != session_id or event.get("runId") != run_id:
             raise StoreError(
