@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import selectors
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -85,3 +91,154 @@ def effect_lines(root: Path) -> list[dict[str, Any]]:
     text = path.read_text(encoding="ascii")
     assert text == "" or text.endswith("\n"), "torn effect log"
     return [json.loads(line) for line in text.splitlines()]
+
+
+# ---------------------------------------------------------------- real `maka-ref` processes
+# (additive: used by test_runtime_e2e_matrix, test_runtime_crash_nonloop and
+# test_continuation_crash_points)
+
+REPO = Path(__file__).resolve().parents[1]
+FLAG_ENV = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
+CONTINUATION_FAILPOINT_ENV = "MAKA_RUNTIME_CONTINUATION_FAILPOINT"
+FINALLY_MARKER = "child-finally-ran"
+READY_DEADLINE_SECONDS = 30.0
+
+#: ``python -c`` wrapper: the CLI inside a ``try/finally`` that writes a marker file, so a test
+#: can prove the child was really killed (spec 20 §2 harness step 3: the ``finally`` never ran).
+_FINALLY_WRAPPER = (
+    "import sys\n"
+    "marker = sys.argv[1]\n"
+    "try:\n"
+    "    from maka_ref._cli.main import main\n"
+    "    main(sys.argv[2:])\n"
+    "finally:\n"
+    "    open(marker, 'w').write('child-finally-ran')\n"
+)
+
+
+def clean_env(*, flag: bool = False, **extra: str) -> dict[str, str]:
+    """The environment of a child ``maka-ref``: no inherited failpoints, flag only if asked."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    for name in ("MAKA_REF_FAILPOINT", CONTINUATION_FAILPOINT_ENV, FLAG_ENV):
+        env.pop(name, None)
+    if flag:
+        env[FLAG_ENV] = "1"
+    env.update(extra)
+    return env
+
+
+def cli(*args: str, flag: bool = False, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m maka_ref ARGS`` to completion in a fresh process (no failpoint armed)."""
+    return subprocess.run(
+        [sys.executable, "-m", "maka_ref", *args], env=clean_env(flag=flag), cwd=str(REPO),
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def spawn_until_failpoint(
+    args: list[str], marker_dir: Path, announced: str, *, flag: bool = False, **env: str
+) -> subprocess.Popen[bytes]:
+    """Start ``maka-ref ARGS`` (inside the ``finally`` wrapper, marker in ``marker_dir``) with
+    ``env`` (e.g. ``MAKA_REF_FAILPOINT``); return once stderr showed ``MAKA_FAILPOINT
+    <announced>`` (the child then blocks until killed). Kills the child and fails on exit or
+    deadline."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _FINALLY_WRAPPER, str(Path(marker_dir) / FINALLY_MARKER), *args],
+        env=clean_env(flag=flag, **env), cwd=str(REPO),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert child.stderr is not None
+    token = f"MAKA_FAILPOINT {announced}\n".encode()
+    selector = selectors.DefaultSelector()
+    selector.register(child.stderr, selectors.EVENT_READ)
+    seen = b""
+    deadline = time.monotonic() + READY_DEADLINE_SECONDS
+    try:
+        while token not in seen:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not selector.select(remaining):
+                raise AssertionError(f"child never reached {announced}; stderr so far: {seen!r}")
+            chunk = os.read(child.stderr.fileno(), 4096)
+            if not chunk:
+                out = child.stdout.read() if child.stdout else b""
+                raise AssertionError(f"child exited before {announced}: rc={child.wait()} stderr={seen!r} stdout={out!r}")
+            seen += chunk
+    except BaseException:
+        child.kill()
+        child.wait()
+        raise
+    finally:
+        selector.close()
+    return child
+
+
+def sigkill_and_prove(child: subprocess.Popen[bytes], marker_dir: Path) -> bytes:
+    """SIGKILL the blocked child and prove the kill was real: return code ``-SIGKILL``, the
+    ``finally`` marker absent, the process reaped and no descendant left. Returns its stdout."""
+    import psutil
+
+    assert child.poll() is None  # still blocked at the failpoint
+    pid = child.pid
+    child.send_signal(signal.SIGKILL)
+    assert child.wait(timeout=30) == -signal.SIGKILL
+    stdout = child.stdout.read() if child.stdout is not None else b""
+    for stream in (child.stdout, child.stderr):
+        if stream is not None:
+            stream.close()
+    assert not (Path(marker_dir) / FINALLY_MARKER).exists()  # no graceful path ran
+    assert pid not in {p.pid for p in psutil.Process().children(recursive=True)}
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    return stdout
+
+
+def db_file_digests(root: Path) -> dict[str, str]:
+    """sha256 of every ``runtime.sqlite*`` file (db, -wal, -shm) under ``root``."""
+    return {
+        path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(Path(root).glob("runtime.sqlite*"))
+    }
+
+
+def effect_starts_by_operation(root: Path) -> dict[str, int]:
+    """operationId → number of effect starts in ``.maka-effects.jsonl``."""
+    counts: dict[str, int] = {}
+    for line in effect_lines(root):
+        counts[line["operationId"]] = counts.get(line["operationId"], 0) + 1
+    return counts
+
+
+def run_with_finally_marker(args: list[str], marker_dir: Path, **env: str) -> subprocess.CompletedProcess[bytes]:
+    """``maka-ref ARGS`` to completion inside the same ``finally`` wrapper (the control case:
+    on a normal exit the marker *is* written)."""
+    return subprocess.run(
+        [sys.executable, "-c", _FINALLY_WRAPPER, str(Path(marker_dir) / FINALLY_MARKER), *args],
+        env=clean_env(**env), cwd=str(REPO), stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+    )
+
+
+def crash_source_at(tmp_path: Path, point: str = "P7", protocol: str = T1) -> tuple[Path, str, str]:
+    """A workspace whose one run (``script(protocol)``) was SIGKILLed at ``point``:
+    ``(workspace, sessionId, runId)``. Not repaired."""
+    ws = Path(tmp_path) / "ws"
+    ws.mkdir()
+    script_path = write_script(tmp_path, script(protocol))
+    child = spawn_until_failpoint(
+        ["run", "--workspace", str(ws), "--script", str(script_path)], tmp_path, point, MAKA_REF_FAILPOINT=point
+    )
+    sigkill_and_prove(child, tmp_path)
+    session_id, run_id, _ = only_run(ws)
+    return ws, session_id, run_id
+
+
+def plan_source(root: Path, session_id: str, source_run_id: str) -> Any:
+    """``plan_authoritative`` (flag on) for ``source_run_id`` over read-only stores (spec 20
+    §3.2): the "re-plan" of the §4.9 crash matrix. Writes nothing."""
+    from maka_ref._continuation import StoreWorld
+    from maka_ref._plan.continuation import plan_authoritative
+    from maka_ref._store.agent_runs import AgentRunStore
+    from maka_ref._store.runtime_store import RuntimeStore
+
+    ids = iter(("invocation_replan", "run_replan", "turn_replan", "claim_replan"))
+    with RuntimeStore.open_read_only(root) as store, AgentRunStore.open_read_only(root) as runs:
+        world = StoreWorld(Path(os.path.realpath(root)), store, runs)
+        return plan_authoritative(world, ids, session_id, source_run_id, feature_enabled=True)

@@ -8,20 +8,26 @@ Order (§3.9; the provider is called only after step 8):
    (:mod:`.revalidate`);
 3. build the exact target run header (§3.11) and the claim (§3.10, ``claimedAt = now``) and
    take the **durable claim**: anything but ``acquired`` → ``continuation_claim_conflict``
-   (nothing else is written; no target run exists);
+   (nothing else is written; no target run exists); crash point
+   ``after_continuation_claim_committed``;
 4. scan the session's headers: another run continuing the same boundary →
    ``continuation_claim_conflict``; a run with the target id → ``target_run_conflict``;
 5. repeat the safety check (the "activation barrier", §3.9 step 12);
 6. create the target header **exactly as claimed** (``created``), append ``run_created``,
-   failpoint ``P11``;
+   failpoint ``P11`` and crash point ``after_run_created``;
 7. commit the live ``continuation_start_v2`` (event_seq 1, ``runtime_admission``, the T1 marker
    iff the script's protocol is T1). A failure leaves the target ``created``, without a
-   terminal, and the provider uncalled;
+   terminal, and the provider uncalled; crash point ``after_continuation_start_committed``;
 8. header ``running`` + ``run_started``; then the provider loop of ``maka_ref._runtime`` with
    history = the planned ``runtimeContext`` + the start event (no user message, §3.14); the
    scripted provider counts the model steps already in that history, so it answers the
    source's next step;
-9. terminal RuntimeEvent, then the terminal header (§4.1), like a normal turn.
+9. terminal RuntimeEvent (crash point ``after_terminal_event_committed``, next to the loop's
+   ``P9``), then the terminal header (§4.1), like a normal turn; crash point
+   ``after_terminal_header_committed``.
+
+The five crash points are those of spec 20 §4.9 (:mod:`.crashpoints`; what a kill at each
+leaves and what repair/resume then do: ``docs/failpoints.md`` §4).
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from maka_ref._runtime.tools import TOOLS, Tool
 from maka_ref._store.claim_codec import CLAIM_PROTOCOL, expected_continuation_source
 from maka_ref._store.failpoints import failpoint
 
+from .crashpoints import continuation_failpoint
 from .revalidate import RuntimeContinuationRevalidationError, revalidate_safety, revalidate_source
 from .sidecar import write_script_sidecar
 from .world import StoreWorld
@@ -193,6 +200,22 @@ def _start_event(c: RuntimeContinuation, ts: int, t1: bool) -> dict[str, Any]:
     }
 
 
+class _TerminalEventHook:
+    """The turn's store, with the ``after_terminal_event_committed`` crash point right after
+    the terminal barrier (``_Turn.finalize``: terminal event, then the header)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def ensure_terminal_durable(self, event: Any) -> Any:
+        result = self._store.ensure_terminal_durable(event)
+        continuation_failpoint("after_terminal_event_committed")
+        return result
+
+
 def _op_event(ids: RunIds, seq: int, event_type: str, ts: int, data: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "type": event_type,
@@ -242,6 +265,7 @@ def execute_continuation(
                 "continuation_claim_conflict",
                 f"the source boundary is already claimed ({result.kind}: claim {result.claim.claim_id})",
             )
+        continuation_failpoint("after_continuation_claim_committed")  # claim only: no target run
         for run in runs.list_session_runs(c.session_id):
             source = run.get("continuationSource")
             if run["runId"] == c.run_id:
@@ -259,6 +283,7 @@ def execute_continuation(
         runs.create_run(header)
         runs.append_event(c.session_id, c.run_id, _op_event(ids, 0, "run_created", claimed_at, {}))
         failpoint("P11")  # target run created, continuation-start not yet committed
+        continuation_failpoint("after_run_created")  # the same boundary, spec 20 §4.9 name
         start = _start_event(c, max(tick(), claimed_at), script.protocol == T1_PROTOCOL)
         try:
             started = store.commit_continuation_start(c.claim_id, start)
@@ -268,14 +293,18 @@ def execute_continuation(
             ) from exc
         if not started.created:
             raise ContinuationExecutionError("continuation start already existed: no provider authority")
+        continuation_failpoint("after_continuation_start_committed")  # start durable, header `created`
         now = tick()
         runs.update_run(c.session_id, c.run_id, {"status": "running", "updatedAt": now})
         runs.append_event(c.session_id, c.run_id, _op_event(ids, 1, "run_started", now, {"startEventId": started.start_event_id}))
         the_provider = provider if provider is not None else ScriptedProvider(script)
         turn = _Turn(script, Path(root), c.safety_snapshot.workspace_identity, ids, store, runs, tick, the_provider, tools or TOOLS)
         turn.op_seq = 2
+        turn.store = _TerminalEventHook(store)  # type: ignore[assignment]  # the tool runtime keeps `store`
         turn.history.extend(e if isinstance(e, FrozenDict) else FrozenDict(thaw(e)) for e in c.runtime_context)
         turn.history.append(FrozenDict(start))
         status, error, finalize_error = turn.drive(turn.provider_loop)
+        if finalize_error is None:  # terminal event, header and operational event all committed
+            continuation_failpoint("after_terminal_header_committed")
         summary = _summary(turn, script, Path(root), c.safety_snapshot.workspace_identity, status, error, finalize_error)
         return ExecutionResult(c.claim_id, started.start_event_id, summary)

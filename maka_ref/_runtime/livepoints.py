@@ -34,13 +34,22 @@ P9    terminal event committed, before the        same
 
 P10 (recovery-decision commit) and P11 (continuation-run creation) are not in the tool loop:
 they sit in startup repair and Phase 1 continuation (:data:`NON_LOOP_FAILPOINTS`).
+
+The five continuation crash points of spec 20 §4.9 / spec 30 §6.4
+(:data:`CONTINUATION_FAILPOINTS`, in commit order) are after-commit points of the Phase 1
+executor (:mod:`maka_ref._continuation.execute`). They are armed with the spec's own variable
+``MAKA_RUNTIME_CONTINUATION_FAILPOINT=<name>`` (:mod:`maka_ref._continuation.crashpoints`):
+the process writes ``READY:<name>`` to stdout and ``MAKA_FAILPOINT <name>`` to stderr, then
+blocks until killed. Each site also calls the store hook ``failpoint(<name>)``, so the names
+become armable through ``MAKA_REF_FAILPOINT`` too as soon as the store's ``FAILPOINT_NAMES``
+lists them.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["LIVE_FAILPOINTS", "NON_LOOP_FAILPOINTS"]
+__all__ = ["CONTINUATION_FAILPOINTS", "LIVE_FAILPOINTS", "NON_LOOP_FAILPOINTS"]
 
 #: Reached by the live loop of :func:`maka_ref._runtime.run_turn.run_turn`, in loop order.
 LIVE_FAILPOINTS: Final = ("P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9")
@@ -50,4 +59,18 @@ NON_LOOP_FAILPOINTS: Final = {
     "header update (maka_ref._repair.terminal, maka_ref._repair.claim_saga)",
     "P11": "continuation-run creation: after the target run header is created, before the "
     "continuation-start commit (maka_ref._continuation.execute)",
+}
+
+#: Spec 20 §4.9 / spec 30 §6.4, in commit order: name → where the executor reaches it.
+CONTINUATION_FAILPOINTS: Final = {
+    "after_continuation_claim_committed": "the durable claim was acquired; before the header scan, "
+    "the activation barrier and the target run header",
+    "after_run_created": "the target header (`created`, exactly as claimed) and `run_created` are "
+    "committed; before the continuation-start (same place as P11)",
+    "after_continuation_start_committed": "the live `continuation_start_v2` (event_seq 1) is committed; "
+    "before the header goes `running` and before the provider is called",
+    "after_terminal_event_committed": "the target's terminal RuntimeEvent is durable; before the "
+    "terminal header (same place as the continuation's P9)",
+    "after_terminal_header_committed": "the terminal header and the `run_completed`/`run_failed` "
+    "operational event are committed; before the executor returns",
 }
