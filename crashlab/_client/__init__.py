@@ -1,0 +1,7 @@
+"""Private implementation of the wire-protocol client; the public names live in :mod:`crashlab`.
+
+Layout (each module says why it exists): ``_process`` (POSIX: spawn, group kill, tree
+scans), ``_lines`` (stdout reader thread with the 16 MiB cap), ``_stderr`` (64 KiB tail),
+``_messages`` (envelope and handshake rules), ``_results`` (value objects), ``_errors``
+(:class:`ProtocolFailure`), ``_client`` (the session state machine).
+"""

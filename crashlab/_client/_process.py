@@ -1,0 +1,254 @@
+"""Everything POSIX about the child: spawning it, writing to it with a deadline, killing its tree.
+
+Why a separate module: process groups, sessions, ``killpg``, ``select`` on pipes and the
+``/proc``-based psutil scans are the non-portable part of the client; keeping them here means
+a Windows port (job objects) touches one file.
+
+How the tree is found (protocol §1.2: "no process of the tree survives"):
+
+* the child starts a new session (``start_new_session=True``), so its pid is both its
+  process-group id and its session id; ``killpg`` reaches every member that stayed;
+* after every reply and before every kill, ``children(recursive=True)`` is snapshotted into
+  a record of :class:`psutil.Process` objects (which remember their create time, so a reused
+  pid is never mistaken for ours); a grandchild that later reparents to init is still known;
+* every process of the tree inherits the environment variable :data:`SESSION_ENV` with a token
+  unique to this session; a scan of all processes' environments finds even a grandchild that
+  double-forked and escaped before any snapshot saw it;
+* any process whose process group or session is the child's is also part of the tree.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+from typing import Callable, Iterable, Mapping, Sequence
+
+import psutil
+
+__all__ = ["SESSION_ENV", "ProcessTree", "spawn", "write_all"]
+
+#: Environment variable carrying the per-session token that marks every process of the tree.
+SESSION_ENV = "MAKA_CONFORMANCE_SESSION"
+
+_GROUP_DEATH_GRACE_S = 2.0
+_STRAGGLER_KILL_WAIT_S = 2.0
+_POLL_S = 0.01
+
+_Predicate = Callable[[psutil.Process], bool]
+
+
+def spawn(
+    argv: Sequence[str], *, cwd: str | os.PathLike[str] | None, env: Mapping[str, str]
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a new session with three pipes; raises ``OSError`` if it cannot."""
+    return subprocess.Popen(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=dict(env),
+        bufsize=0,
+        close_fds=True,
+        start_new_session=True,
+    )
+
+
+def write_all(fd: int, data: bytes, deadline: float) -> bool:
+    """Write ``data`` to a pipe before ``deadline`` (monotonic); ``False`` on timeout.
+
+    Why not a plain ``write``: a child that stops reading stdin fills the pipe (64 KiB) and a
+    blocking write would hang the harness. Raises ``BrokenPipeError`` if the reader is gone.
+    """
+    os.set_blocking(fd, False)
+    view = memoryview(data)
+    while view:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        _, writable, _ = select.select([], [fd], [], remaining)
+        if not writable:
+            continue
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            continue
+        view = view[written:]
+    return True
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+class ProcessTree:
+    """The child and every process it spawned, found by record, group, session and token."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], token: str) -> None:
+        self.popen = popen
+        self.pid = popen.pid
+        self.pgid = popen.pid  # new session: the leader's pid is the group and session id
+        self.token = token
+        self.recorded: dict[int, psutil.Process] = {}
+        try:
+            self._leader: psutil.Process | None = psutil.Process(popen.pid)
+        except psutil.NoSuchProcess:
+            self._leader = None
+
+    # ------------------------------------------------------------------ tracking
+
+    def snapshot(self) -> None:
+        """Record the leader's current descendants (cheap: one /proc scan)."""
+        if self._leader is None:
+            return
+        try:
+            children = self._leader.children(recursive=True)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return
+        for child in children:
+            self.recorded.setdefault(child.pid, child)
+
+    def members(self) -> list[psutil.Process]:
+        """Every live (non-zombie) process of the tree except the leader and ourselves."""
+        found: dict[int, psutil.Process] = {}
+        for pid, proc in self.recorded.items():
+            if _alive(proc):
+                found[pid] = proc
+        own = {os.getpid(), self.pid}
+        for pid in psutil.pids():
+            if pid in own or pid in found:
+                continue
+            try:
+                in_tree = os.getpgid(pid) == self.pgid or os.getsid(pid) == self.pgid
+            except OSError:
+                continue
+            if in_tree:
+                _add(found, pid)
+        for proc in psutil.process_iter(["environ"]):
+            if proc.pid in own or proc.pid in found:
+                continue
+            environ = proc.info.get("environ") or {}
+            if environ.get(SESSION_ENV) == self.token:
+                _add(found, proc.pid)
+        return [proc for proc in found.values() if _alive(proc)]
+
+    # ------------------------------------------------------------------ signals
+
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to the process group and to the leader (in case it left the group)."""
+        try:
+            os.killpg(self.pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.popen.returncode is None:
+            try:
+                self.popen.send_signal(sig)
+            except (ProcessLookupError, OSError):
+                pass
+
+    def wait_leader(self, timeout: float) -> int | None:
+        """Wait for (and reap) the leader; its return code, or ``None`` on timeout."""
+        try:
+            return self.popen.wait(timeout=max(timeout, 0.0))
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill_all(self) -> tuple[int, ...]:
+        """SIGKILL the group, reap the leader, kill every straggler; return the survivors.
+
+        A survivor is a process of the tree that was still alive after the group kill and a
+        grace period: one that left the process group, or one that would not die.
+        """
+        self.snapshot()
+        group_before = {proc.pid for proc in self.members() if _in_group(proc.pid, self.pgid)}
+        self.signal_group(signal.SIGKILL)
+        self.wait_leader(5.0)
+        return self._sweep(
+            lambda proc: proc.pid in group_before or _in_group(proc.pid, self.pgid),
+            _GROUP_DEATH_GRACE_S,
+        )
+
+    def sweep_after_exit(self, grace: float = 0.5) -> tuple[int, ...]:
+        """After a clean exit of the leader: whatever of the tree is alive after ``grace``."""
+        return self._sweep(lambda proc: True, grace)
+
+    def shutdown(self, timeout: float, term_grace: float) -> tuple[int | None, str | None, tuple[int, ...]]:
+        """After EOF on stdin: wait, then SIGTERM, then SIGKILL (protocol §1.7).
+
+        Returns the exit status, the escalation (``None``, ``'sigterm'``, ``'sigkill'``) and
+        the survivors of the tree once the leader is gone.
+        """
+        status = self.wait_leader(timeout)
+        escalated = None
+        if status is None:
+            escalated = "sigterm"
+            self.signal_group(signal.SIGTERM)
+            status = self.wait_leader(term_grace)
+        if status is None:
+            survivors = self.kill_all()
+            return self.popen.returncode, "sigkill", survivors
+        return status, escalated, self.sweep_after_exit()
+
+    def emergency_kill(self) -> None:
+        """Safety net for a client dropped unclosed (garbage collection, interpreter exit)."""
+        try:
+            if self.popen.returncode is None:
+                self.signal_group(signal.SIGKILL)
+                self.wait_leader(1.0)
+        except Exception:  # pragma: no cover - best effort, must never raise
+            pass
+
+    def _sweep(self, wait_first: _Predicate, grace: float) -> tuple[int, ...]:
+        members = self.members()
+        waiting = [proc for proc in members if wait_first(proc)]
+        others = [proc for proc in members if not wait_first(proc)]
+        stragglers = others + _wait_dead(waiting, grace)
+        survivors = tuple(sorted(proc.pid for proc in stragglers))
+        _kill(stragglers)
+        return survivors
+
+
+def _in_group(pid: int, pgid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pgid
+    except OSError:
+        return False
+
+
+def _add(found: dict[int, psutil.Process], pid: int) -> None:
+    try:
+        found[pid] = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        pass
+
+
+def _wait_dead(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Poll until every process is gone or a zombie; return those still alive at ``timeout``.
+
+    Why not ``psutil.wait_procs``: an orphan's zombie lingers until init reaps it (and some
+    container inits never do), so "pid exists" is the wrong test; "not a zombie" is right.
+    """
+    deadline = time.monotonic() + timeout
+    alive = [proc for proc in procs if _alive(proc)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(_POLL_S)
+        alive = [proc for proc in alive if _alive(proc)]
+    return alive
+
+
+def _kill(procs: Iterable[psutil.Process]) -> None:
+    targets = []
+    for proc in procs:
+        try:
+            proc.kill()
+            targets.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    _wait_dead(targets, _STRAGGLER_KILL_WAIT_S)
+
