@@ -158,6 +158,11 @@ class LedgerScanner:
     def result(self) -> ToolLedgerScan:
         return ToolLedgerScan(tuple(self._operations), tuple(self._issues))
 
+    def first_issue(self) -> ToolLedgerIssue | None:
+        """The first issue reported so far, without copying the operations (``result`` does)."""
+        issues = self._issues
+        return issues[0] if issues else None
+
     def feed(self, events: Iterable[Any]) -> None:
         """Scan the next entries of the ledger (§4.3 steps 1–8 for each, in order)."""
         markers = self.markers

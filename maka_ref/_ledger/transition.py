@@ -36,7 +36,7 @@ from maka_ref._ledger.lanes import (
     validate_generic_append,
 )
 from maka_ref._ledger.results import ToolLedgerIssue
-from maka_ref._ledger.scanner import as_event_sequence, scan_tool_ledger
+from maka_ref._ledger.scanner import LedgerScanner, as_event_sequence
 
 TransitionKind = Literal["generic_append", "t1_prepare", "t2_outcome", "recovery_bundle"]
 TRANSITION_KINDS: tuple[str, ...] = ("generic_append", "t1_prepare", "t2_outcome", "recovery_bundle")
@@ -144,39 +144,95 @@ def validate_transition(existing: Iterable[Any], candidates: Iterable[Any], kind
     """
     if kind not in TRANSITION_KINDS:
         raise ValueError(f"unknown transition kind: {kind!r}")
-    existing = as_event_sequence(existing)
-    candidates = as_event_sequence(candidates)
-
-    # 1. A corrupt existing ledger refuses everything with its first issue.
-    scan = scan_tool_ledger(existing)
-    if scan.issues:
-        return _refuse(scan.issues[0])
-
-    # 2. Exact retries are dropped; a different event under an existing id is refused.
-    by_id: dict[str, Any] = {}
-    for event in existing:  # healthy ⇒ every entry is an object with a unique string id
-        by_id[event["id"]] = event
-    remaining: list[Any] = []
-    for candidate in candidates:
-        candidate_id = candidate.get("id") if isinstance(candidate, dict) else None
-        prior = by_id.get(candidate_id) if isinstance(candidate_id, str) else None
-        if prior is None:
-            remaining.append(candidate)
-        elif not _same_event(prior, candidate):
-            return _refuse(ToolLedgerIssue(DUPLICATE_EVENT_ID, candidate_id))
-    if not remaining:
-        return _OK_EMPTY  # existing is healthy and nothing new is written
-
-    # 3. Shape of the remaining candidates.
-    issue = _shape_issue(remaining, kind)
-    if issue is not None:
-        return _refuse(issue)
-
-    # 4. The prospective ledger must scan clean.
-    prospective = scan_tool_ledger(list(existing) + remaining)
-    if prospective.issues:
-        return _refuse(prospective.issues[0])
-    return TransitionResult(True, None, tuple(remaining))
+    return TransitionState(existing).advance(candidates, kind)
 
 
-__all__ = ["TRANSITION_KINDS", "TransitionResult", "validate_transition"]
+class TransitionState:
+    """The scanned state of an ``existing`` ledger that later transitions are validated against.
+
+    Why: a writer that appends to the same invocation again and again (T1, T2, T1, …) would
+    otherwise re-scan the whole ledger for every write, which makes an invocation quadratic.
+    ``advance`` validates candidates exactly as :func:`validate_transition` does (that
+    function *is* ``TransitionState(existing).advance(...)``) and, when they are accepted,
+    feeds them into the state, so the state then describes ``existing + remaining``: a scan
+    fed in consecutive pieces equals one scan of the whole (``LedgerScanner``).
+
+    Pure and in-memory. After a refusal the state is spent (``usable`` is False): it may
+    hold the refused candidates, so it must be discarded, never advanced again. Whoever
+    keeps a state across writes must also make sure the ledger really grew by exactly the
+    accepted ``remaining`` (the store checks this against durable rows).
+    """
+
+    __slots__ = ("_by_id", "_issue", "_scanner", "_spent", "count")
+
+    def __init__(self, existing: Iterable[Any] = ()) -> None:
+        existing = as_event_sequence(existing)
+        scanner = LedgerScanner()
+        scanner.feed(existing)
+        self._scanner = scanner
+        #: The first issue of the existing ledger (it refuses everything), or None.
+        self._issue: ToolLedgerIssue | None = scanner.first_issue()
+        self._by_id: dict[str, Any] = {}
+        if self._issue is None:
+            for event in existing:  # healthy ⇒ every entry is an object with a unique string id
+                self._by_id[event["id"]] = event
+        self._spent = False
+        #: How many entries the state describes (existing plus every accepted ``remaining``).
+        self.count = len(existing)
+
+    @property
+    def healthy(self) -> bool:
+        """True when the described ledger scans clean."""
+        return self._issue is None
+
+    @property
+    def usable(self) -> bool:
+        """False after a refusal (see the class docstring)."""
+        return not self._spent
+
+    def advance(self, candidates: Iterable[Any], kind: TransitionKind) -> TransitionResult:
+        """:func:`validate_transition` against the described ledger; on success the accepted
+        ``remaining`` candidates become part of it."""
+        if self._spent:
+            raise RuntimeError("TransitionState used after a refusal")
+        if kind not in TRANSITION_KINDS:
+            raise ValueError(f"unknown transition kind: {kind!r}")
+        candidates = as_event_sequence(candidates)
+
+        # 1. A corrupt existing ledger refuses everything with its first issue.
+        if self._issue is not None:
+            return _refuse(self._issue)
+
+        # 2. Exact retries are dropped; a different event under an existing id is refused.
+        by_id = self._by_id
+        remaining: list[Any] = []
+        for candidate in candidates:
+            candidate_id = candidate.get("id") if isinstance(candidate, dict) else None
+            prior = by_id.get(candidate_id) if isinstance(candidate_id, str) else None
+            if prior is None:
+                remaining.append(candidate)
+            elif not _same_event(prior, candidate):
+                return _refuse(ToolLedgerIssue(DUPLICATE_EVENT_ID, candidate_id))
+        if not remaining:
+            return _OK_EMPTY  # existing is healthy and nothing new is written
+
+        # 3. Shape of the remaining candidates.
+        issue = _shape_issue(remaining, kind)
+        if issue is not None:
+            return _refuse(issue)
+
+        # 4. The prospective ledger must scan clean: the existing part is clean, so the first
+        # issue of the whole scan is the first one feeding ``remaining`` reports.
+        scanner = self._scanner
+        scanner.feed(remaining)
+        issue = scanner.first_issue()
+        if issue is not None:
+            self._spent = True
+            return _refuse(issue)
+        for event in remaining:  # clean ⇒ objects with unique string ids
+            by_id[event["id"]] = event
+        self.count += len(remaining)
+        return TransitionResult(True, None, tuple(remaining))
+
+
+__all__ = ["TRANSITION_KINDS", "TransitionResult", "TransitionState", "validate_transition"]

@@ -8,6 +8,9 @@ Why ``PRAGMA data_version``: scanning every event on every write would be quadra
 pragma changes exactly when *another* connection committed, which is the only way the
 ledger can change behind our back (our own commits passed the transition check). So the
 result of the last full scan is cached and recomputed only when that number moves.
+
+The per-invocation transition check of T1/T2 reuses the scanned invocation through the
+gate's :class:`TransitionCache` (same ``data_version`` trigger, see ``transition_cache``).
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from maka_ref._ledger.scanner import scan_tool_ledger
 from maka_ref._ledger.transition import validate_transition
 from maka_ref._store.errors import ToolLedgerCorruptionError, ToolLedgerRejectionError
 from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row
+from maka_ref._store.transition_cache import TransitionCache
 
-__all__ = ["HealthGate", "assert_tool_ledger_transition", "scan_store"]
+__all__ = ["CACHED_KINDS", "HealthGate", "assert_tool_ledger_transition", "scan_store"]
 
 
 def scan_store(conn: sqlite3.Connection) -> BaseException | None:
@@ -47,13 +51,20 @@ def scan_store(conn: sqlite3.Connection) -> BaseException | None:
 class HealthGate:
     """Caches :func:`scan_store` per connection, keyed by ``PRAGMA data_version``."""
 
-    __slots__ = ("_conn", "_data_version", "_failure", "_scanned")
+    __slots__ = ("_conn", "_data_version", "_failure", "_scanned", "transitions")
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
         self._data_version: object = None
         self._failure: BaseException | None = None
         self._scanned = False
+        #: Scanned invocation ledgers for the T1/T2 transition check (same connection).
+        self.transitions = TransitionCache()
+
+    @property
+    def data_version(self) -> object:
+        """``PRAGMA data_version`` as read by the last :meth:`check` / :meth:`refresh`."""
+        return self._data_version
 
     def refresh(self) -> None:
         """Rescan now (at open, and whenever another connection committed)."""
@@ -82,16 +93,33 @@ class HealthGate:
         raise failure.with_traceback(None)
 
 
+#: Transition kinds whose writers settle the cached state after their inserts (T1, T2).
+CACHED_KINDS = frozenset({"t1_prepare", "t2_outcome"})
+
+
 def assert_tool_ledger_transition(
     conn: sqlite3.Connection, gate: HealthGate, candidates: list, kind: str
 ) -> tuple:
     """§2.1 transition check: the health gate, then the existing events of the candidate
     invocations only, then ``validate_transition``. Returns the non-retry candidates.
 
+    T1/T2 (one invocation) validate against the gate's cached scanned invocation when it is
+    still valid for the durable rows (``transition_cache``); the writer then calls
+    ``gate.transitions.settle(conn)`` after its inserts. The verdict is the same either way.
+
     A refusal raises :class:`ToolLedgerRejectionError` (the store stays healthy).
     """
     gate.check()
     invocation_ids = sorted({candidate["invocationId"] for candidate in candidates})
+    if kind in CACHED_KINDS and len(invocation_ids) == 1:
+        cache = gate.transitions
+        state = cache.state_for(conn, gate.data_version, invocation_ids[0])
+        result = state.advance(candidates, kind)  # type: ignore[arg-type]
+        if not result.ok:
+            assert result.issue is not None
+            raise ToolLedgerRejectionError(result.issue.code, result.issue.event_id)
+        cache.hold(state, len(result.remaining))
+        return result.remaining
     existing = []
     for invocation_id in invocation_ids:
         rows = conn.execute(

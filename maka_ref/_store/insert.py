@@ -22,6 +22,7 @@ from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row, event_kind, re
 __all__ = [
     "ContinuationGuard",
     "check_identity",
+    "check_identity_fields",
     "check_run_sealed",
     "check_steering",
     "continuation_guard",
@@ -57,13 +58,18 @@ def continuation_guard(conn: sqlite3.Connection, event: Mapping[str, Any], exact
     _continuation_guard(conn, event, exact_retry)
 
 
-def check_identity(conn: sqlite3.Connection, event: Mapping[str, Any]) -> None:
-    """§0.1 identity rule against stored events and partial snapshots: one invocation maps to
-    one (session, run, turn); one (session, run) maps to one (invocation, turn)."""
+def check_identity_fields(event: Mapping[str, Any]) -> None:
+    """The identity fields are non-empty strings (the part of §0.1 that needs no query)."""
     for field in ("id", "sessionId", "invocationId", "runId", "turnId"):
         value = event.get(field)
         if not isinstance(value, str) or not value:
             raise StoreError(f"Invalid RuntimeEvent {field}", code="invalid_event_identity")
+
+
+def check_identity(conn: sqlite3.Connection, event: Mapping[str, Any]) -> None:
+    """§0.1 identity rule against stored events and partial snapshots: one invocation maps to
+    one (session, run, turn); one (session, run) maps to one (invocation, turn)."""
+    check_identity_fields(event)
     session_id, invocation_id = event["sessionId"], event["invocationId"]
     run_id, turn_id = event["runId"], event["turnId"]
     for table in ("runtime_events", "runtime_partial_snapshots"):
@@ -145,8 +151,14 @@ def insert_event(
     committed_at: int | float,
     *,
     allow_exact_duplicate: bool,
+    identity_checked: bool = False,
 ) -> tuple[int, bool]:
     """Insert one canonical event; returns ``(event_seq, created)``.
+
+    ``identity_checked``: the caller already ran :func:`check_identity` in this transaction for
+    an event with the same (session, invocation, run, turn) and wrote nothing since but rows of
+    that same identity. The stored identity sets can then only have gained that identity, so
+    the four queries would give the same verdict; only the field check runs (T1's dispatch).
 
     An existing id must hold an identical canonical event (``RuntimeEvent identity conflict
     for <id>``); it then returns the stored ``event_seq`` without a new row or ordinal, unless
@@ -154,7 +166,10 @@ def insert_event(
     transaction``).
     """
     event = encoded.event
-    check_identity(conn, event)
+    if identity_checked:
+        check_identity_fields(event)
+    else:
+        check_identity(conn, event)
     check_steering(conn, event)
     event_id = event["id"]
     stored = read_event_row(conn, event_id)

@@ -161,9 +161,14 @@ def commit_t1(conn: sqlite3.Connection, gate: HealthGate, prepared: PreparedT1) 
         seq = stored_equals(conn, dispatch)
         if seq is None:
             raise _fail(f"Missing RuntimeEvent {dispatch['id']}", "missing_event")
+        gate.transitions.settle(conn)
         return CommitResult(False, seq)
     insert_event(conn, prepared.call, data.committed_at, allow_exact_duplicate=True)
-    seq, _ = insert_event(conn, prepared.dispatch, data.committed_at, allow_exact_duplicate=False)
+    # prepare_t1 proved the dispatch shares the call's execution identity, and the call's
+    # insert (same transaction) checked that identity and added at most a row of it.
+    seq, _ = insert_event(
+        conn, prepared.dispatch, data.committed_at, allow_exact_duplicate=False, identity_checked=True
+    )
     failpoint("after_runtime_event_insert")
     identity = (call["invocationId"], call["runId"], call["turnId"])
     insert_journal(
@@ -177,6 +182,7 @@ def commit_t1(conn: sqlite3.Connection, gate: HealthGate, prepared: PreparedT1) 
         (data.operation_id, *identity, data.provider_tool_call_id, data.tool_name, data.canonical_args_hash,
          data.recovery_mode, call["id"], dispatch["id"]),
     )
+    gate.transitions.settle(conn)
     return CommitResult(True, seq)
 
 
@@ -256,8 +262,10 @@ def outcome_steps(
 
 
 def commit_t2(conn: sqlite3.Connection, gate: HealthGate, prepared: PreparedT2) -> CommitResult:
-    """§2.4 in-transaction steps (the caller commits)."""
-    return outcome_steps(conn, gate, prepared.data.operation_id, prepared.response, prepared.data.committed_at)
+    """§2.4 in-transaction steps (the caller commits); then the transition state is settled."""
+    result = outcome_steps(conn, gate, prepared.data.operation_id, prepared.response, prepared.data.committed_at)
+    gate.transitions.settle(conn)
+    return result
 
 
 from maka_ref._store.bundle_writer import commit_bundle, prepare_bundle  # noqa: E402  (re-export)

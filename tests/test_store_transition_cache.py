@@ -1,0 +1,342 @@
+"""The incremental transition check (``TransitionState``) and the store's per-connection
+``TransitionCache`` (docs/performance.md, "Durable writes", optimisation 1).
+
+Two guards:
+
+* **Pure equivalence**: advancing one ``TransitionState`` chunk after chunk gives exactly the
+  verdicts of ``validate_transition`` over the accumulated ledger (property test).
+* **Store equivalence under foreign writes**: every scenario runs twice, once with the cache
+  and once with it disabled (``CACHED_KINDS`` emptied, i.e. the old re-read-everything
+  path), and must produce the same results, the same error types/codes and the same rows,
+  when another connection, another process, raw SQL on the store's own connection or a
+  rolled-back transaction changes the invocation between two T1/T2 writes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from maka_ref._codec.argshash import canonical_args_hash
+from maka_ref._ledger.transition import TransitionState, validate_transition
+from maka_ref._store import RuntimeStore, T1Input, T2Input, health
+from maka_ref._store.failpoints import FailpointTriggered, arm, disarm
+from tests.store_support import raw, raw_insert
+
+SESSION = "cache-session"
+
+
+def _envelope(event_id: str, ts: int, role: str, author: str, run: int = 1) -> dict[str, Any]:
+    return {
+        "id": event_id, "invocationId": f"inv-{run}", "runId": f"run-{run}", "sessionId": SESSION,
+        "turnId": f"turn-{run}", "ts": ts, "partial": False, "role": role, "author": author,
+    }
+
+
+def tool_events(call: int, *, variant: str = "", run: int = 1, arg: str = "x") -> tuple[dict, dict, dict]:
+    """(function_call, tool dispatch, bound function_response) of call ``call``; ``variant``
+    changes the event ids only (a second copy of the same facts → duplicates)."""
+    call_id = f"toolu_{call}"
+    op = f"op-{run}-{call}"
+    args = {"path": f"notes/{call}.txt", "content": arg}
+    c = _envelope(f"c-{run}-{call}{variant}", 1000 + call * 10, "model", "agent", run)
+    c["content"] = {"kind": "function_call", "id": call_id, "name": "Write", "args": args}
+    c["refs"] = {"toolCallId": call_id}
+    d = _envelope(f"{op}_dispatch{variant}", 1000 + call * 10, "system", "system", run)
+    d["actions"] = {"toolDispatch": {
+        "protocol": "t1_after_preflight_v1", "operationId": op, "providerToolCallId": call_id, "toolName": "Write",
+        "canonicalArgsHash": canonical_args_hash("Write", args), "recoveryMode": "reconcile",
+    }}
+    d["refs"] = {"operationId": op, "toolCallId": call_id}
+    r = _envelope(f"{op}_response{variant}", 1001 + call * 10, "tool", "tool", run)
+    r["content"] = {"kind": "function_response", "id": call_id, "name": "Write", "result": {"ok": True}}
+    r["refs"] = {"operationId": op, "toolCallId": call_id}
+    return c, d, r
+
+
+def t1(call: int, run: int = 1, arg: str = "x") -> T1Input:
+    c, d, _ = tool_events(call, run=run, arg=arg)
+    fact = d["actions"]["toolDispatch"]
+    op = fact["operationId"]
+    return T1Input(op, f"{op}_prepared", c, d, fact["providerToolCallId"], "Write", fact["canonicalArgsHash"],
+                   "reconcile", 10 + call)
+
+
+def t2(call: int, run: int = 1) -> T2Input:
+    _, d, r = tool_events(call, run=run)
+    op = d["actions"]["toolDispatch"]["operationId"]
+    return T2Input(op, f"{op}_outcome", r, 20 + call)
+
+
+# =======================================================================================
+# Pure: chained TransitionState.advance == validate_transition over the accumulated ledger
+# =======================================================================================
+
+_POOL = [e for call in range(3) for variant in ("", "-dup") for e in tool_events(call, variant=variant)]
+_KINDS = ("t1_prepare", "t2_outcome", "generic_append")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    existing=st.lists(st.sampled_from(range(len(_POOL))), max_size=6),
+    chunks=st.lists(
+        st.tuples(st.lists(st.sampled_from(range(len(_POOL))), min_size=1, max_size=3), st.sampled_from(_KINDS)),
+        max_size=6,
+    ),
+)
+def test_chained_advance_equals_validate_transition(existing: list[int], chunks: list[tuple[list[int], str]]) -> None:
+    ledger = [_POOL[i] for i in existing]
+    state = TransitionState(ledger)
+    for picks, kind in chunks:
+        candidates = [_POOL[i] for i in picks]
+        expected = validate_transition(ledger, candidates, kind)  # type: ignore[arg-type]
+        actual = state.advance(candidates, kind)  # type: ignore[arg-type]
+        assert actual == expected
+        if not actual.ok:
+            if not state.usable:
+                return  # spent: a store never advances it again
+            continue  # refused before touching the state (retry conflict, shape, corrupt existing)
+        ledger = ledger + list(actual.remaining)
+        assert state.count == len(ledger)
+
+
+def test_spent_state_cannot_be_advanced() -> None:
+    c, d, _ = tool_events(0)
+    state = TransitionState([c, d])
+    c2, d2, _ = tool_events(0, variant="-dup")
+    assert not state.advance([c2, d2], "t1_prepare").ok  # duplicate_call while scanning
+    assert not state.usable
+    with pytest.raises(RuntimeError):
+        state.advance([tool_events(0)[2]], "t2_outcome")
+
+
+# =======================================================================================
+# Store: cached == uncached under foreign writes
+# =======================================================================================
+
+
+def _outcome(action: Callable[[], Any]) -> Any:
+    try:
+        result = action()
+    except BaseException as error:  # noqa: BLE001 - the error *is* the observable result
+        return ("error", type(error).__name__, getattr(error, "code", None), str(error))
+    return ("ok", result.to_json() if hasattr(result, "to_json") else result)
+
+
+def _rows(root: Path) -> list[tuple[Any, ...]]:
+    conn = raw(root)
+    try:
+        events = conn.execute(
+            "SELECT event_id, invocation_id, event_seq, payload_json FROM runtime_events ORDER BY event_id").fetchall()
+        ops = conn.execute("SELECT * FROM tool_operations ORDER BY operation_id").fetchall()
+        journal = conn.execute(
+            "SELECT journal_event_id, operation_id, state FROM tool_journal_events ORDER BY journal_event_id").fetchall()
+    finally:
+        conn.close()
+    return [events, ops, journal]
+
+
+def _both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: Callable[[RuntimeStore, Path], list[Any]]) -> list[Any]:
+    """Run ``scenario`` with and without the cache; both must agree on every result and row."""
+    runs = []
+    for cached in (True, False):
+        root = tmp_path / ("cached" if cached else "uncached")
+        with monkeypatch.context() as patch:
+            if not cached:
+                patch.setattr(health, "CACHED_KINDS", frozenset())
+            store = RuntimeStore.open(root)
+            try:
+                results = scenario(store, root)
+                entries = len(store.health_gate.transitions)
+            finally:
+                store.close()
+                disarm()
+        runs.append((results, _rows(root), entries))
+    (cached_results, cached_rows, cached_entries), (plain_results, plain_rows, plain_entries) = runs
+    assert cached_results == plain_results
+    assert cached_rows == plain_rows
+    assert plain_entries == 0  # the disabled run really took the old path
+    return cached_results
+
+
+def test_cache_is_used_and_exact_retries_still_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def scenario(store: RuntimeStore, root: Path) -> list[Any]:
+        out = []
+        for call in range(3):
+            out.append(_outcome(lambda: store.commit_tool_prepared(t1(call))))
+            out.append(_outcome(lambda: store.commit_tool_outcome(t2(call))))
+        out.append(_outcome(lambda: store.commit_tool_prepared(t1(1))))  # exact retries
+        out.append(_outcome(lambda: store.commit_tool_outcome(t2(2))))
+        out.append(_outcome(lambda: store.commit_tool_prepared(t1(1, arg="changed"))))  # conflicting retry
+        c, d, r = tool_events(1, variant="-dup")
+        out.append(_outcome(lambda: store.commit_tool_outcome(T2Input("op-1-1", "op-1-1_outcome", r, 99))))
+        out.append(_outcome(lambda: store.commit_tool_prepared(t1(3))))
+        return out
+
+    results = _both(tmp_path, monkeypatch, scenario)
+    assert results[6][1] == {"created": False, "runtimeEventSeq": 5}
+    assert results[-1][0] == "ok"
+
+
+def test_other_connection_appends_between_two_t1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second store (its own connection) writes calls of the same invocation in between."""
+
+    def scenario(store: RuntimeStore, root: Path) -> list[Any]:
+        out = [_outcome(lambda: store.commit_tool_prepared(t1(0)))]
+        other = RuntimeStore.open(root)
+        try:
+            out.append(_outcome(lambda: other.commit_tool_prepared(t1(1))))
+            out.append(_outcome(lambda: other.commit_tool_outcome(t2(1))))
+        finally:
+            other.close()
+        out.append(_outcome(lambda: store.commit_tool_prepared(t1(1))))  # exact retry of the other's write
+        out.append(_outcome(lambda: store.commit_tool_prepared(t1(2))))
+        out.append(_outcome(lambda: store.commit_tool_outcome(t2(0))))
+        return out
+
+    results = _both(tmp_path, monkeypatch, scenario)
+    assert results[3] == ("ok", {"created": False, "runtimeEventSeq": 4})
+    assert results[4] == ("ok", {"created": True, "runtimeEventSeq": 7})
+
+
+def test_other_connection_corrupts_between_t1_and_t2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A raw foreign insert of a duplicate call must fail the next T2 closed, as without cache."""
+
+    def scenario(store: RuntimeStore, root: Path) -> list[Any]:
+        out = [_outcome(lambda: store.commit_tool_prepared(t1(0)))]
+        conn = raw(root)
+        raw_insert(conn, tool_events(0, variant="-dup")[0], 3)
+        conn.close()
+        out.append(_outcome(lambda: store.commit_tool_outcome(t2(0))))
+        out.append(_outcome(lambda: store.commit_tool_prepared(t1(1))))
+        return out
+
+    results = _both(tmp_path, monkeypatch, scenario)
+    assert results[1][0] == "error" and results[1][2] == "duplicate_call"
+
+
+def test_other_connection_reorders_rows_keeping_count_and_max(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Swapping two event_seq values keeps the invocation's row count and max(event_seq): only
+    ``data_version`` can notice, and it must."""
+
+    def scenario(store: RuntimeStore, root: Path) -> list[Any]:
+        out = [_outcome(lambda: store.commit_tool_prepared(t1(0)))]
+        conn = raw(root)
+        conn.execute("UPDATE runtime_events SET event_seq = 100 WHERE event_id = 'c-1-0'")
+        conn.execute("UPDATE runtime_events SET event_seq = 1 WHERE event_id = 'op-1-0_dispatch'")
+        conn.execute("UPDATE runtime_events SET event_seq = 2 WHERE event_id = 'c-1-0'")
+        conn.close()
+        out.append(_outcome(lambda: store.commit_tool_outcome(t2(0))))
+        return out
+
+    results = _both(tmp_path, monkeypatch, scenario)
+    assert results[1][0] == "error" and results[1][2] == "event_order_conflict"
+
+
+def test_raw_sql_on_the_same_connection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``data_version`` does not move for the store's own connection; ``total_changes`` does."""
+
+    def scenario(store: RuntimeStore, root: Path) -> list[Any]:
+        out = [_outcome(lambda: store.commit_tool_prepared(t1(0)))]
+        store.connection.execute(
+            "UPDATE runtime_events SET event_seq = 100 WHERE event_id = 'c-1-0'")
+        store.connection.execute(
+            "UPDATE runtime_events SET event_seq = 1 WHERE event_id = 'op-1-0_dispatch'")
+        store.connection.execute(
+            "UPDATE runtime_events SET event_seq = 2 WHERE event_id = 'c-1-0'")
+        out.append(_outcome(lambda: store.commit_tool_outcome(t2(0))))
+        return out
+
+    results = _both(tmp_path, monkeypatch, scenario)
+    assert results[1][0] == "error" and results[1][2] == "event_order_conflict"
+
+
+def test_rolled_back_write_is_not_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A T1 that passed the check, settled nothing and rolled back (failpoint), then the
+    same and other writes again."""
+
+    def scenario(store: RuntimeStore, root: Path) -> list[Any]:
+        out = [_outcome(lambda: store.commit_tool_prepared(t1(0)))]
+        arm("after_journal_event_insert")
+        out.append(_outcome(lambda: store.commit_tool_prepared(t1(1))))
+        disarm()
+        out.append(_outcome(lambda: store.commit_tool_outcome(t2(1))))  # unknown operation
+        out.append(_outcome(lambda: store.commit_tool_prepared(t1(1))))
+        out.append(_outcome(lambda: store.commit_tool_outcome(t2(1))))
+        return out
+
+    results = _both(tmp_path, monkeypatch, scenario)
+    assert results[1][1] == FailpointTriggered.__name__
+    assert results[3] == ("ok", {"created": True, "runtimeEventSeq": 4})
+
+
+def test_settled_entry_of_a_rolled_back_outer_transaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """T1 joins an outer transaction that then rolls back: its settled entry describes rows
+    that vanished; the row-count/max(event_seq) fingerprint must notice."""
+
+    def scenario(store: RuntimeStore, root: Path) -> list[Any]:
+        out = [_outcome(lambda: store.commit_tool_prepared(t1(0)))]
+
+        def rolled_back() -> None:
+            with store.write():
+                store.commit_tool_prepared(t1(1))
+                raise KeyError("abort the outer transaction")
+
+        out.append(_outcome(rolled_back))
+        out.append(_outcome(lambda: store.commit_tool_outcome(t2(1))))
+        out.append(_outcome(lambda: store.commit_tool_prepared(t1(2))))
+        return out
+
+    results = _both(tmp_path, monkeypatch, scenario)
+    assert results[3] == ("ok", {"created": True, "runtimeEventSeq": 4})
+
+
+_CHILD = """
+import sys
+sys.path.insert(0, {repo!r})
+from maka_ref._store import RuntimeStore
+from tests.test_store_transition_cache import t1, t2
+store = RuntimeStore.open({root!r})
+store.commit_tool_prepared(t1(1))
+store.commit_tool_outcome(t2(1))
+store.close()
+"""
+
+
+def test_another_process_writes_between_two_t1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = str(Path(__file__).resolve().parents[1])
+
+    def scenario(store: RuntimeStore, root: Path) -> list[Any]:
+        out = [_outcome(lambda: store.commit_tool_prepared(t1(0)))]
+        subprocess.run([sys.executable, "-c", _CHILD.format(repo=repo, root=str(root))], check=True, cwd=repo)
+        out.append(_outcome(lambda: store.commit_tool_prepared(t1(1))))  # exact retry of the child's
+        out.append(_outcome(lambda: store.commit_tool_outcome(t2(0))))
+        out.append(_outcome(lambda: store.commit_tool_prepared(t1(2))))
+        return out
+
+    results = _both(tmp_path, monkeypatch, scenario)
+    assert results[1] == ("ok", {"created": False, "runtimeEventSeq": 4})
+    assert results[2] == ("ok", {"created": True, "runtimeEventSeq": 6})
+    assert results[3] == ("ok", {"created": True, "runtimeEventSeq": 8})
+
+
+def test_consecutive_writes_reuse_the_scanned_invocation(tmp_path: Path) -> None:
+    """With no foreign write in between, only the first write of the invocation reads it."""
+    store = RuntimeStore.open(tmp_path)
+    statements: list[str] = []
+    store.connection.set_trace_callback(statements.append)
+    try:
+        for call in range(3):
+            store.commit_tool_prepared(t1(call))
+            store.commit_tool_outcome(t2(call))
+    finally:
+        store.connection.set_trace_callback(None)
+        store.close()
+    full_reads = [s for s in statements if s.startswith("SELECT event_id") and "WHERE invocation_id =" in s]
+    assert len(full_reads) == 1
