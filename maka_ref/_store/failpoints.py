@@ -19,6 +19,11 @@ then blocks the calling thread synchronously forever (no event loop turn, so no 
 ROLLBACK can run) until the process is killed; a callable is called with the name (the crash
 lab uses this to print its own READY line before blocking).
 
+Announcers: :data:`ANNOUNCERS` is a list of callables that the ``block`` action calls with the
+name after its stderr line and before blocking (the wire-protocol adapter appends one that
+writes ``{"failpoint": "<name>"}`` on its protocol stdout). Empty by default, so nothing else
+changes.
+
 Unarmed cost: one global ``is None`` test per hook.
 """
 
@@ -30,6 +35,7 @@ from dataclasses import dataclass
 from typing import Callable, Literal, Union
 
 __all__ = [
+    "ANNOUNCERS",
     "ENV_VAR",
     "FAILPOINT_NAMES",
     "Armed",
@@ -93,6 +99,9 @@ class Armed:
 _armed: Armed | None = None
 _lock = threading.Lock()
 
+#: Called with the failpoint name by the ``block`` action, after the stderr line, before blocking.
+ANNOUNCERS: list[Callable[[str], None]] = []
+
 
 def block_forever() -> None:
     """Block this thread synchronously until the process is killed (never returns)."""
@@ -122,6 +131,8 @@ def _fire(name: str) -> None:
         raise FailpointTriggered(name)
     if action == "block":
         os.write(2, f"MAKA_FAILPOINT {name}\n".encode())
+        for announce in list(ANNOUNCERS):
+            announce(name)
         block_forever()
     assert callable(action)
     action(name)

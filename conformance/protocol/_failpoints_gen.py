@@ -1,0 +1,86 @@
+"""Build ``failpoints.json`` from ``maka_ref`` (``python -m conformance.protocol._failpoints_gen``).
+
+Why generated but committed: the catalogue is part of the protocol (an implementer in another
+language reads the file, not our Python), while its source of truth is the reference runtime's
+registries. ``tests/test_protocol_schemas.py`` fails when the committed file is stale.
+
+Sources: ``maka_ref.FAILPOINTS`` (P0–P11, with their spec 20 §2 boundary),
+``maka_ref._store.failpoints.FAILPOINT_NAMES`` (store hooks, spec 30 §6) and
+``maka_ref._runtime.livepoints.CONTINUATION_FAILPOINTS`` (spec 20 §4.9). ``reachableBy`` lists
+the protocol operations whose reference code path reaches the point (empty: no operation does,
+so an adapter must not list it in ``hello``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["build_failpoints", "render"]
+
+PATH = Path(__file__).with_name("failpoints.json")
+
+_STORE_HOOKS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "after_runtime_event_insert": ("store", "inside T1/T2/a recovery bundle: the RuntimeEvent row is inserted, its journal row not yet (spec 30 §6)", ("store.commit_tool_prepared", "store.commit_tool_outcome", "store.commit_recovery_bundle", "runtime.run_turn")),
+    "after_journal_event_insert": ("store", "inside T1/T2/a recovery bundle: the journal row is inserted, the projection update not yet (spec 30 §6)", ("store.commit_tool_prepared", "store.commit_tool_outcome", "store.commit_recovery_bundle", "runtime.run_turn")),
+    "after_recovery_reconcile": ("store", "inside a recovery bundle: reconcile fact written, outcome/decision not yet (spec 30 §6.2)", ("store.commit_recovery_bundle",)),
+    "after_recovery_outcome": ("store", "inside a completed recovery bundle: outcome written, decision not yet (spec 30 §6.2)", ("store.commit_recovery_bundle",)),
+    "after_recovery_decision": ("store", "inside a recovery bundle: every fact written, COMMIT not yet (spec 30 §6.2)", ("store.commit_recovery_bundle",)),
+    "after_continuation_claim_insert": ("runtime.continuation", "inside the continuation claim transaction: claim row inserted, not committed (spec 30 §2.6)", ("runtime.resume",)),
+    "after_continuation_start_insert": ("runtime.continuation", "inside the continuation-start transaction: start event inserted, not committed (spec 30 §2.6)", ("runtime.resume",)),
+    "after_workspace_canonical_scan": ("store", "after a canonical scan of the workspace authority stream (spec 30 §2.7)", ()),
+    "after_workspace_epoch_event_insert": ("store", "inside a workspace baseline commit: epoch-opened event inserted (spec 30 §2.7)", ()),
+    "after_workspace_version_event_insert": ("store", "inside a workspace baseline commit: baseline-accepted event inserted (spec 30 §6.2)", ()),
+    "after_workspace_epoch_projection_insert": ("store", "inside a workspace baseline commit: epoch projection row inserted (spec 30 §2.7)", ()),
+    "after_workspace_version_projection_insert": ("store", "inside a workspace baseline commit: version projection row inserted (spec 30 §2.7)", ()),
+    "after_workspace_head_projection_insert": ("store", "inside a workspace baseline commit: head projection row inserted, COMMIT not yet (spec 30 §2.7)", ()),
+}
+
+
+def _live(fp: Any) -> dict[str, Any]:
+    number = int(fp.id[1:])
+    if number <= 9:
+        capability, ops = "runtime.loop", ("runtime.run_turn", "runtime.resume")
+    elif number == 10:
+        capability, ops = "runtime.repair", ("runtime.repair",)
+    else:
+        capability, ops = "runtime.continuation", ("runtime.resume",)
+    return {"id": fp.id, "kind": "live", "capability": capability,
+            "description": f"{fp.boundary} (spec 20 §2; committedPrefix {fp.committed_prefix})", "reachableBy": list(ops)}
+
+
+def build_failpoints() -> dict[str, Any]:
+    """The catalogue document, from the reference runtime's registries."""
+    from maka_ref import FAILPOINTS
+    from maka_ref._runtime.livepoints import CONTINUATION_FAILPOINTS
+    from maka_ref._store.failpoints import FAILPOINT_NAMES
+
+    entries = [_live(fp) for fp in FAILPOINTS]
+    live_ids = {fp.id for fp in FAILPOINTS}
+    hooks = sorted(FAILPOINT_NAMES - live_ids)
+    unknown = set(hooks) - set(_STORE_HOOKS)
+    if unknown:
+        raise ValueError(f"store failpoints without a description here: {sorted(unknown)}")
+    for name in hooks:
+        capability, description, ops = _STORE_HOOKS[name]
+        entries.append({"id": name, "kind": "store", "capability": capability, "description": description, "reachableBy": list(ops)})
+    for name, description in CONTINUATION_FAILPOINTS.items():
+        if name in FAILPOINT_NAMES:
+            continue
+        entries.append({"id": name, "kind": "continuation", "capability": "runtime.continuation",
+                        "description": f"after commit: {description} (spec 20 §4.9)", "reachableBy": ["runtime.resume"]})
+    return {
+        "description": "Every failpoint id of protocol v1 (docs/protocol.md §4.4). kind: live = P0–P11 of spec 20 §2; store = a hook inside a store write transaction (spec 30 §6); continuation = an after-commit point of Phase 1 continuation (spec 20 §4.9). capability: what an implementation must claim to arm it. reachableBy: the protocol operations that can reach it. Generated by python -m conformance.protocol._failpoints_gen.",
+        "failpoints": entries,
+    }
+
+
+def render() -> str:
+    return json.dumps(build_failpoints(), indent=2, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":
+    PATH.write_text(render(), encoding="utf-8")
+    sys.exit(0)

@@ -1,0 +1,135 @@
+"""The operation table: every protocol operation, its capability and its handler.
+
+Why a table: ``hello`` must list the capabilities, an unknown ``op`` must be ``unknown_op``,
+and every handler has the same signature ``params -> result`` so the server can turn any
+failure into one error value in one place (:func:`Dispatcher.handle`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from maka_ref import MakaRefError, __version__
+from maka_ref.adapter import _faults, _runtime_ops
+from maka_ref.adapter._errors import OpError, invalid_params
+from maka_ref.adapter._ledger_ops import REQUIRED_KEYS, VECTOR_RUNNERS
+from maka_ref.adapter._store_ops import StoreSession
+
+__all__ = ["CAPABILITIES", "PROTOCOL_VERSION", "Dispatcher"]
+
+PROTOCOL_VERSION = 1
+IMPLEMENTATION = {"name": "maka-ref", "version": __version__}
+
+Params = Mapping[str, Any]
+Handler = Callable[[Params], Any]
+
+_LEDGER_CAPABILITY = {
+    **dict.fromkeys(("args_hash", "encode", "decode", "predicates"), "ledger.codec"),
+    **dict.fromkeys(
+        ("lane", "generic_append", "scan", "validate_transition", "validate_bundle", "interpret", "resolve",
+         "code_mode_commits"),
+        "ledger.resolver",
+    ),
+    **dict.fromkeys(("plan", "failpoint_catalog", "segment_replay", "composite_replay", "prefix_digest"), "ledger.plan"),
+}
+assert set(_LEDGER_CAPABILITY) == set(VECTOR_RUNNERS)
+
+#: Every capability this implementation claims (protocol §3), in the protocol's order.
+CAPABILITIES: tuple[str, ...] = (
+    "ledger.codec", "ledger.resolver", "ledger.plan", "store", "runtime.loop", "runtime.repair",
+    "runtime.continuation", "faults",
+)
+_RUNTIME_CAPABILITY = {"runtime.run_turn": "runtime.loop", "runtime.repair": "runtime.repair",
+                       "runtime.resume": "runtime.continuation"}
+
+
+def _ledger_handler(name: str) -> Handler:
+    runner = VECTOR_RUNNERS[name]
+    required = REQUIRED_KEYS.get(name, ())
+
+    def handle(params: Params) -> Any:
+        if name in ("encode", "decode") and "event" not in params and "eventJson" not in params:
+            raise invalid_params("params.event or params.eventJson is required")
+        for key in required:
+            if key not in params:
+                raise invalid_params(f"params.{key} is required")
+        try:
+            return runner(params)
+        except KeyError as exc:
+            raise invalid_params(f"missing key {exc}") from None
+        except ValueError as exc:  # e.g. an unknown transition kind; coded core errors pass through
+            if isinstance(exc, MakaRefError):
+                raise
+            raise invalid_params(str(exc)) from None
+
+    return handle
+
+
+class Dispatcher:
+    """One protocol session: its open stores and its operation table."""
+
+    def __init__(self, claims: tuple[str, ...] = CAPABILITIES) -> None:
+        unknown = set(claims) - set(CAPABILITIES)
+        if unknown:
+            raise ValueError(f"unknown capabilities: {sorted(unknown)}")
+        self.claims = tuple(c for c in CAPABILITIES if c in claims)
+        self.stores = StoreSession()
+        self.table: dict[str, tuple[str, Handler]] = {"hello": ("", self.hello)}
+        for name in VECTOR_RUNNERS:
+            self.table[f"ledger.{name}"] = (_LEDGER_CAPABILITY[name], _ledger_handler(name))
+        for op, handler in self.stores.operations().items():
+            self.table[op] = ("store", handler)
+        for op, handler in _runtime_ops.RUNTIME_OPERATIONS.items():
+            self.table[op] = (_RUNTIME_CAPABILITY[op], self._releasing(handler))
+        self.table["faults.arm"] = ("faults", _faults.arm)
+
+    def _releasing(self, handler: Handler) -> Handler:
+        """Runtime ops open their own connections: close this session's stores of that workspace first."""
+
+        def handle(params: Params) -> Any:
+            workspace = params.get("workspace")
+            if isinstance(workspace, str):
+                self.stores.release(workspace)
+            return handler(params)
+
+        return handle
+
+    def hello(self, params: Params) -> dict[str, Any]:
+        version = params.get("protocol")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise invalid_params("params.protocol must be an integer")
+        if version != PROTOCOL_VERSION:
+            raise OpError("protocol_version_unsupported",
+                          f"this implementation speaks protocol {PROTOCOL_VERSION}, not {version}")
+        result: dict[str, Any] = {
+            "protocol": PROTOCOL_VERSION,
+            "implementation": dict(IMPLEMENTATION),
+            "capabilities": list(self.claims),
+        }
+        if "faults" in self.claims:
+            result["failpoints"] = list(_faults.ANNOUNCED_FAILPOINTS)
+        return result
+
+    def handle(self, op: str, params: Params) -> dict[str, Any]:
+        """``{"ok": true, "result"}`` or ``{"ok": false, "error"}`` (never raises ``Exception``)."""
+        entry = self.table.get(op)
+        if entry is None:
+            return _error(OpError("unknown_op", f"no operation {op}"))
+        if entry[0] and entry[0] not in self.claims:
+            return _error(OpError("not_claimed", f"capability {entry[0]} of {op} was not claimed"))
+        try:
+            return {"ok": True, "result": entry[1](params)}
+        except OpError as exc:
+            return _error(exc)
+        except MakaRefError as exc:
+            details = {"detail": exc.detail} if exc.detail else None
+            return _error(OpError(exc.code, exc.message, details))
+        except Exception as exc:  # noqa: BLE001 - protocol §5: anything else is internal_error
+            return _error(OpError("internal_error", f"{type(exc).__name__}: {exc}"))
+
+    def close(self) -> None:
+        self.stores.close_all()
+
+
+def _error(exc: OpError) -> dict[str, Any]:
+    return {"ok": False, "error": exc.to_json()}

@@ -1,0 +1,76 @@
+"""``faults.arm`` and the failpoint announcement (``docs/protocol.md`` §2.3, §4.4).
+
+Why through the store's registry: every failpoint the reference knows — the live P0–P11, the
+store hooks inside write transactions, the continuation crash points of spec 20 §4.9 — is
+reached by a call of :func:`maka_ref._store.failpoints.failpoint` (the continuation sites call
+it before their own ``MAKA_RUNTIME_CONTINUATION_FAILPOINT`` check). So arming that registry
+with the ``block`` action and registering one announcer covers all of them: the announcer
+writes ``{"failpoint": "<id>"}`` on the protocol stdout (flushed) and the registry then blocks
+the thread until the process is killed, inside the open transaction where there is one.
+
+The continuation names are not (yet) in the registry's ``FAILPOINT_NAMES``, whose ``arm``
+refuses them; for those the armed point is installed directly (same ``Armed`` record, same
+lock), which is the only place the adapter reaches into the registry's state.
+
+Which ids the adapter announces in ``hello``: :data:`ANNOUNCED_FAILPOINTS`, the ids some
+protocol operation can reach. The workspace-authority hooks are left out: no protocol
+operation commits a workspace baseline, so they could never be reached (protocol §3: a listed
+id that cannot be reached is a failure).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from maka_ref._runtime.livepoints import CONTINUATION_FAILPOINTS, LIVE_FAILPOINTS, NON_LOOP_FAILPOINTS
+from maka_ref._store import failpoints as registry
+from maka_ref.adapter._errors import OpError, invalid_params
+from maka_ref.adapter._params import opt_int, req
+
+__all__ = ["ANNOUNCED_FAILPOINTS", "KNOWN_FAILPOINTS", "arm", "install_announcer"]
+
+_WORKSPACE_HOOKS = frozenset(name for name in registry.FAILPOINT_NAMES if "workspace" in name)
+
+#: Every id this implementation can arm: live, store hooks and continuation points.
+KNOWN_FAILPOINTS: frozenset[str] = registry.FAILPOINT_NAMES | frozenset(CONTINUATION_FAILPOINTS)
+
+
+def _order(name: str) -> tuple[int, int, str]:
+    if name.startswith("P") and name[1:].isdigit():
+        return (0, int(name[1:]), name)
+    return (1 if name not in CONTINUATION_FAILPOINTS else 2, 0, name)
+
+
+#: The ids listed in ``hello`` (reachable through some protocol operation), in a stable order.
+ANNOUNCED_FAILPOINTS: tuple[str, ...] = tuple(
+    sorted((KNOWN_FAILPOINTS - _WORKSPACE_HOOKS), key=_order)
+)
+assert set(LIVE_FAILPOINTS) | set(NON_LOOP_FAILPOINTS) <= set(ANNOUNCED_FAILPOINTS)
+
+
+def install_announcer(announce: Callable[[str], None]) -> None:
+    """Register ``announce(name)``: called by the ``block`` action right before blocking."""
+    if announce not in registry.ANNOUNCERS:
+        registry.ANNOUNCERS.append(announce)
+
+
+def _arm_registry(name: str, hit: int) -> None:
+    if name in registry.FAILPOINT_NAMES:
+        registry.arm(name, "block", hit=hit)
+        return
+    point = registry.Armed(name, "block", hit)  # a continuation point (module docstring)
+    with registry._lock:
+        registry._armed = point
+
+
+def arm(params: Mapping[str, Any]) -> dict[str, Any]:
+    name = req(params, "failpoint")
+    if not isinstance(name, str):
+        raise invalid_params("params.failpoint must be a string")
+    hit = opt_int(params, "hit", 1)
+    if hit < 1:
+        raise invalid_params("params.hit must be a positive integer")
+    if name not in KNOWN_FAILPOINTS:
+        raise OpError("unknown_failpoint", f"no failpoint {name!r}")
+    _arm_registry(name, hit)
+    return {"armed": name}

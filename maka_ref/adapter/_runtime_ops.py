@@ -1,0 +1,73 @@
+"""``runtime.*``: the live loop, startup repair and Phase 1 resume (``docs/protocol.md`` §4.3).
+
+Why these wrappers are thin: the reference already has one entry point per operation
+(``run_turn``, ``repair_workspace``, ``resume_session``, the same ones ``maka-ref run`` /
+``repair`` / ``resume`` call). The adapter only adds what the protocol fixes:
+
+* ``runtime.run_turn`` writes the script sidecar first (exactly like ``maka-ref run``), so a
+  later ``runtime.resume`` — possibly in a new process after a kill — can replay the script;
+  its ``toolCalls`` entries gain the protocol keys ``toolName`` and ``status`` (``ok``,
+  ``error`` for an ``isError`` result, ``refused`` for a call refused before T1) next to the
+  reference's own keys;
+* ``runtime.resume`` runs with the safe-boundary flag on (protocol §4.3), whatever the
+  environment says.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Mapping
+
+from maka_ref.adapter._errors import invalid_params
+from maka_ref.adapter._params import opt_str, req_object, workspace
+
+__all__ = ["RUNTIME_OPERATIONS", "repair", "resume", "run_turn"]
+
+Params = Mapping[str, Any]
+
+
+def _tool_call(outcome: Mapping[str, Any]) -> dict[str, Any]:
+    if outcome.get("boundary") == "pre_t1_synthetic":
+        status = "refused"
+    else:
+        status = "error" if outcome.get("isError") else "ok"
+    return {"operationId": outcome["operationId"], "toolName": outcome["name"], "status": status, **outcome}
+
+
+def run_turn(params: Params) -> dict[str, Any]:
+    from maka_ref._continuation.sidecar import write_script_sidecar
+    from maka_ref._runtime import ScriptError, load_script, new_seed
+    from maka_ref._runtime import run_turn as _run_turn
+
+    root = workspace(params)
+    try:
+        script = load_script(req_object(params, "script"))
+    except ScriptError as exc:
+        error = invalid_params(f"params.script: {exc.message}")
+        error.details = {"code": exc.code}
+        raise error from None
+    seed = new_seed()
+    if os.path.isdir(root):  # the script a later resume replays (maka_ref._continuation.sidecar)
+        write_script_sidecar(os.path.realpath(root), f"run_{seed}", script)
+    summary = _run_turn(root, script, seed=seed).to_json()
+    summary["toolCalls"] = [_tool_call(call) for call in summary["toolCalls"]]
+    return summary
+
+
+def repair(params: Params) -> dict[str, Any]:
+    from maka_ref._repair import repair_workspace
+
+    return repair_workspace(workspace(params)).to_json()
+
+
+def resume(params: Params) -> dict[str, Any]:
+    from maka_ref._continuation import resume_session
+
+    return resume_session(workspace(params), opt_str(params, "sessionId"), flag=True).to_json()
+
+
+RUNTIME_OPERATIONS: dict[str, Callable[[Params], dict[str, Any]]] = {
+    "runtime.run_turn": run_turn,
+    "runtime.repair": repair,
+    "runtime.resume": resume,
+}

@@ -1,0 +1,115 @@
+"""The stdin/stdout loop of ``python -m maka_ref.adapter`` (``docs/protocol.md`` §1–§2).
+
+Why the file-descriptor dance: stdout must carry nothing but protocol lines, yet parts of the
+reference write to file descriptor 1 directly (the continuation crash points write
+``READY:<name>`` with ``os.write(1, …)``) or print. So at start-up the real stdout is
+duplicated to a private descriptor used only for protocol output, and descriptor 1 (and
+``sys.stdout``) are pointed at stderr. Protocol lines are written with one ``os.write`` each
+under a lock, so the failpoint announcement (written from whatever thread reaches the point)
+can never interleave with a response.
+
+One request, one response, in order; end-of-file on stdin closes the stores and exits 0.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any, BinaryIO
+
+from maka_ref.adapter import _faults
+from maka_ref.adapter._dispatch import CAPABILITIES, Dispatcher
+from maka_ref.adapter._errors import OpError
+from maka_ref.adapter._wire import decode_line, encode_message
+
+__all__ = ["ProtocolOutput", "main", "serve"]
+
+
+class ProtocolOutput:
+    """The private protocol stdout: whole lines, one ``os.write`` loop each, under a lock."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = threading.Lock()
+
+    def send(self, message: Any) -> None:
+        data = encode_message(message)
+        with self._lock:
+            view = memoryview(data)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+
+    def announce(self, name: str) -> None:
+        """Protocol §2.3: ``{"failpoint": "<id>"}``; the caller then blocks until killed."""
+        self.send({"failpoint": name})
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def respond(dispatcher: Dispatcher, line: bytes) -> dict[str, Any]:
+    """The response to one request line (``id`` is ``null`` when the line has no usable id)."""
+    try:
+        message = decode_line(line)
+    except (ValueError, UnicodeDecodeError) as exc:  # InvalidJSONTextError is a ValueError
+        return {"id": None, "ok": False, "error": OpError("invalid_params", f"request is not JSON: {exc}").to_json()}
+    if not isinstance(message, dict) or not _valid_id(message.get("id")):
+        error = OpError("invalid_params", "a request is an object with a non-negative integer id")
+        return {"id": None, "ok": False, "error": error.to_json()}
+    request_id = message["id"]
+    op = message.get("op")
+    params = message.get("params", {})
+    if not isinstance(op, str):
+        return {"id": request_id, "ok": False, "error": OpError("invalid_params", "op must be a string").to_json()}
+    if not isinstance(params, dict):
+        return {"id": request_id, "ok": False, "error": OpError("invalid_params", "params must be an object").to_json()}
+    return {"id": request_id, **dispatcher.handle(op, params)}
+
+
+def serve(stdin: BinaryIO, output: ProtocolOutput, claims: tuple[str, ...] = CAPABILITIES) -> int:
+    """Answer every request line of ``stdin``; return 0 at end-of-file."""
+    dispatcher = Dispatcher(claims)
+    _faults.install_announcer(output.announce)
+    try:
+        for line in iter(stdin.readline, b""):
+            if not line.strip():
+                continue
+            output.send(respond(dispatcher, line))
+    finally:
+        dispatcher.close()
+    return 0
+
+
+def _private_stdout() -> ProtocolOutput:
+    """Keep the real stdout for protocol lines; send descriptor 1 and ``sys.stdout`` to stderr."""
+    sys.stdout.flush()
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return ProtocolOutput(protocol_fd)
+
+
+def _parse_args(argv: list[str] | None) -> tuple[str, ...]:
+    """``--claim CAP`` (repeatable) claims only those capabilities (default: all of them).
+
+    Why: the harness's own tests need an implementation that claims less, to check that an
+    unclaimed capability is reported "not claimed"; other operations answer ``not_claimed``.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m maka_ref.adapter", description=__doc__.splitlines()[0])
+    parser.add_argument("--claim", action="append", choices=CAPABILITIES, metavar="CAPABILITY",
+                        help="claim only this capability (repeatable; default: every capability)")
+    args = parser.parse_args(argv)
+    return tuple(args.claim) if args.claim else CAPABILITIES
+
+
+def main(argv: list[str] | None = None) -> None:
+    claims = _parse_args(argv)
+    output = _private_stdout()
+    os.environ.setdefault("MAKA_CONFORMANCE", "1")
+    code = serve(sys.stdin.buffer, output, claims)
+    sys.exit(code)
