@@ -3,10 +3,9 @@
 Why a module of its own: the five names are after-commit points of the Phase 1 executor
 (:mod:`.execute`), and the spec's continuation crash harness arms them with its own variable
 (``MAKA_RUNTIME_CONTINUATION_FAILPOINT``) and waits for ``READY:<failpoint>`` on stdout
-(spec 30 §6.1, §6.4). The store's failpoint registry (``maka_ref._store.failpoints``) does not
-list these names, and its environment parser rejects unknown names at import, so they cannot
-be armed through ``MAKA_REF_FAILPOINT`` today; every site calls the store hook as well, so that
-becomes possible without touching the executor once the registry lists them.
+(spec 30 §6.1, §6.4). Every site also calls the store hook, and the store's failpoint registry
+(``maka_ref._store.failpoints``) lists the five names, so ``MAKA_REF_FAILPOINT=<name>`` (and
+the protocol adapter's ``faults.arm``) arm them as well.
 
 Arming:
 
@@ -58,7 +57,7 @@ _lock = threading.Lock()
 def continuation_failpoint(name: str) -> None:
     """Hook at a §4.9 crash point (``name`` ∈ :data:`CONTINUATION_FAILPOINTS`)."""
     assert name in CONTINUATION_FAILPOINTS, name
-    failpoint(name)  # the store hook (a no-op unless the store registry lists and arms it)
+    failpoint(name)  # the store hook (MAKA_REF_FAILPOINT / faults.arm)
     if _armed is None:
         return
     with _lock:

@@ -40,9 +40,8 @@ The five continuation crash points of spec 20 §4.9 / spec 30 §6.4
 executor (:mod:`maka_ref._continuation.execute`). They are armed with the spec's own variable
 ``MAKA_RUNTIME_CONTINUATION_FAILPOINT=<name>`` (:mod:`maka_ref._continuation.crashpoints`):
 the process writes ``READY:<name>`` to stdout and ``MAKA_FAILPOINT <name>`` to stderr, then
-blocks until killed. Each site also calls the store hook ``failpoint(<name>)``, so the names
-become armable through ``MAKA_REF_FAILPOINT`` too as soon as the store's ``FAILPOINT_NAMES``
-lists them.
+blocks until killed. Each site also calls the store hook ``failpoint(<name>)``, and the store's
+``FAILPOINT_NAMES`` lists them, so ``MAKA_REF_FAILPOINT=<name>`` arms them too.
 """
 
 from __future__ import annotations

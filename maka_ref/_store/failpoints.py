@@ -65,6 +65,12 @@ FAILPOINT_NAMES: frozenset[str] = frozenset(
         "after_workspace_version_projection_insert",
         "after_workspace_head_projection_insert",
         "after_workspace_canonical_scan",
+        # the continuation crash points of spec 20 §4.9 / spec 30 §6.4 (maka_ref._continuation)
+        "after_continuation_claim_committed",
+        "after_run_created",
+        "after_continuation_start_committed",
+        "after_terminal_event_committed",
+        "after_terminal_header_committed",
     )
 ) | frozenset(f"P{n}" for n in range(12))  # live tool-loop points (maka_ref._runtime, spec 20 §2)
 

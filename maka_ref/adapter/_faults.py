@@ -8,10 +8,6 @@ with the ``block`` action and registering one announcer covers all of them: the 
 writes ``{"failpoint": "<id>"}`` on the protocol stdout (flushed) and the registry then blocks
 the thread until the process is killed, inside the open transaction where there is one.
 
-The continuation names are not (yet) in the registry's ``FAILPOINT_NAMES``, whose ``arm``
-refuses them; for those the armed point is installed directly (same ``Armed`` record, same
-lock), which is the only place the adapter reaches into the registry's state.
-
 Which ids the adapter announces in ``hello``: :data:`ANNOUNCED_FAILPOINTS`, the ids some
 protocol operation can reach. The workspace-authority hooks are left out: no protocol
 operation commits a workspace baseline, so they could never be reached (protocol §3: a listed
@@ -32,7 +28,8 @@ __all__ = ["ANNOUNCED_FAILPOINTS", "KNOWN_FAILPOINTS", "arm", "install_announcer
 _WORKSPACE_HOOKS = frozenset(name for name in registry.FAILPOINT_NAMES if "workspace" in name)
 
 #: Every id this implementation can arm: live, store hooks and continuation points.
-KNOWN_FAILPOINTS: frozenset[str] = registry.FAILPOINT_NAMES | frozenset(CONTINUATION_FAILPOINTS)
+KNOWN_FAILPOINTS: frozenset[str] = registry.FAILPOINT_NAMES
+assert set(CONTINUATION_FAILPOINTS) <= KNOWN_FAILPOINTS
 
 
 def _order(name: str) -> tuple[int, int, str]:
@@ -54,15 +51,6 @@ def install_announcer(announce: Callable[[str], None]) -> None:
         registry.ANNOUNCERS.append(announce)
 
 
-def _arm_registry(name: str, hit: int) -> None:
-    if name in registry.FAILPOINT_NAMES:
-        registry.arm(name, "block", hit=hit)
-        return
-    point = registry.Armed(name, "block", hit)  # a continuation point (module docstring)
-    with registry._lock:
-        registry._armed = point
-
-
 def arm(params: Mapping[str, Any]) -> dict[str, Any]:
     name = req(params, "failpoint")
     if not isinstance(name, str):
@@ -72,5 +60,5 @@ def arm(params: Mapping[str, Any]) -> dict[str, Any]:
         raise invalid_params("params.hit must be a positive integer")
     if name not in KNOWN_FAILPOINTS:
         raise OpError("unknown_failpoint", f"no failpoint {name!r}")
-    _arm_registry(name, hit)
+    registry.arm(name, "block", hit=hit)
     return {"armed": name}
