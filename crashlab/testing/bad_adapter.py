@@ -14,7 +14,8 @@ the verdict a correct client gives; ``deaf`` stops reading stdin after ``hello``
 request must time out, not block the writer), ``orphan`` leaves a sleeper whose parent exited
 before the first reply (found only by the session token). Every mode writes
 ``bad_adapter[MODE]`` lines to stderr before it misbehaves, so the stderr tail can be checked.
-Only the standard library is used.
+``BAD_ADAPTER_CLAIMS`` (comma-separated capabilities) adds claims to the handshake, so a
+conformance run sends this adapter real clauses. Only the standard library is used.
 """
 
 from __future__ import annotations
@@ -109,6 +110,13 @@ def _spawn_escapee(mode: str, marker: str) -> None:
     subprocess.run([sys.executable, "-c", code, *_sleeper_argv(marker)], check=True, **quiet)
 
 
+def _extra_claims() -> list[str]:
+    """``BAD_ADAPTER_CLAIMS=ledger.codec,store``: claim more, so that a conformance run sends
+    this adapter real clauses and meets its misbehaviour there (every unknown op then gets
+    the mode's behaviour or ``unknown_op``)."""
+    return [c for c in os.environ.get("BAD_ADAPTER_CLAIMS", "").split(",") if c]
+
+
 def _hello(mode: str, request: Mapping[str, Any]) -> dict[str, Any]:
     params = request.get("params") or {}
     if mode == "old_protocol" or params.get("protocol") != 1:
@@ -117,7 +125,7 @@ def _hello(mode: str, request: Mapping[str, Any]) -> dict[str, Any]:
     result = {
         "protocol": 1,
         "implementation": {"name": "bad-adapter", "version": mode},
-        "capabilities": ["faults", "test.echo"],
+        "capabilities": ["faults", "test.echo", *_extra_claims()],
         "failpoints": list(FAILPOINTS),
     }
     return {"id": request["id"], "ok": True, "result": result}
