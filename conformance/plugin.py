@@ -42,6 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write report.json, junit.xml, report.md and report.html here")
     group.addoption("--maka-events", default=None, metavar="FILE",
                     help="append one JSON progress event per finished clause to FILE")
+    group.addoption("--maka-list-clauses", default=None, metavar="FILE",
+                    help="write the selected clauses (id, title, spec, capability, level) to FILE as JSON")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -87,6 +89,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    target = session.config.getoption("maka_list_clauses")
+    if target and not hasattr(session.config, "workerinput"):
+        import json
+
+        infos = [info.to_json() for item in session.items if (info := clause_info(item)) is not None]
+        with open(target, "w", encoding="utf-8") as fh:
+            json.dump(infos, fh, indent=1, ensure_ascii=False)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -21,7 +21,7 @@ def test_readme_vector_count_matches_the_shipped_vectors() -> None:
 
 def test_readme_quick_start_has_the_two_commands() -> None:
     text = README.read_text(encoding="utf-8")
-    assert "pip install . && maka-ref demo" in text
+    assert "pip install . && maka-conformance certify" in text
     assert "pip install '.[test]' && pytest -n auto" in text
 
 

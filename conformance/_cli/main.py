@@ -41,6 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", dest="keyword", metavar="EXPR", help="only clauses matching this pytest -k expression")
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="deadline of each protocol request (default 30)")
     p.add_argument("--progress", choices=("auto", "plain", "rich", "none"), default="auto", help="progress display (default: a live bar on a terminal, plain lines otherwise)")
+    p = sub.add_parser("clauses", help="list the clauses of the suite (id, spec section, capability, level)")
+    p.add_argument("--level", choices=LEVELS, help="only clauses up to this level")
+    p.add_argument("-k", dest="keyword", metavar="EXPR", help="only clauses matching this pytest -k expression")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p = sub.add_parser("matrix", help="merge per-platform report.json files into one capability matrix")
     p.add_argument("reports", nargs="+", metavar="REPORT.json")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
@@ -72,6 +76,27 @@ def _cmd_certify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     print_summary(result, out)
     return result.exit_code
+
+
+def _cmd_clauses(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import json
+
+    from conformance._suite.catalogue import collect_clauses, render_markdown
+
+    try:
+        clauses = collect_clauses(level=args.level, keyword=args.keyword)
+    except (RuntimeError, OSError) as exc:
+        print(f"maka-conformance: error: {exc}", file=err)
+        return EXIT_USAGE
+    if args.format == "json":
+        out.write(json.dumps(clauses, indent=1, ensure_ascii=False) + "\n")
+    elif args.format == "markdown":
+        out.write(render_markdown(clauses))
+    else:
+        for c in clauses:
+            out.write(f"{c['clauseId']:<60} {c['capability']:<22} {c['level']:<9} {c['spec']}\n")
+        out.write(f"{len(clauses)} clauses\n")
+    return EXIT_OK
 
 
 def _cmd_matrix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -114,7 +139,8 @@ def run(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stde
         args = build_parser().parse_args(argv)
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
-    handler: Any = {"certify": _cmd_certify, "matrix": _cmd_matrix, "vectors": _cmd_vectors}[args.command]
+    handler: Any = {"certify": _cmd_certify, "clauses": _cmd_clauses, "matrix": _cmd_matrix,
+                    "vectors": _cmd_vectors}[args.command]
     return int(handler(args, out, err))
 
 
