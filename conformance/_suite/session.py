@@ -111,6 +111,17 @@ class ImplementationSession:
         client = self._ensure_shared()
         try:
             return client.call(op, params or {}, timeout=timeout)
+        except RuntimeError:
+            # the client had already ended the session (e.g. a harness-side error killed it):
+            # start a new process and send the request once more
+            self._shared = None
+            client = self._ensure_shared()
+            try:
+                return client.call(op, params or {}, timeout=timeout)
+            except ProtocolFailure as exc:
+                self._shared = None
+                raise ClauseMismatch(f"the implementation misbehaved on {op}: {exc.verdict}: {exc.message}",
+                                     evidence={"verdict": exc.verdict, "stderrTail": exc.stderr_tail}) from None
         except ProtocolFailure as exc:
             self._shared = None
             raise ClauseMismatch(f"the implementation misbehaved on {op}: {exc.verdict}: {exc.message}",
