@@ -135,6 +135,8 @@ def test_cli_vectors_export_writes_vectors_and_protocol_schemas(tmp_path: Path) 
     names = {p.relative_to(tmp_path / "x").as_posix() for p in (tmp_path / "x").rglob("*") if p.is_file()}
     assert {"vectors/resolver.json", "vectors/vector.schema.json", "vectors/README.md"} <= names
     assert "protocol/envelope.request.schema.json" in names and "protocol/script.schema.json" in names
+    assert {"protocol.md", "protocol-codes.md", "adapter-guide.md", "levels.md"} <= names
+    assert {"spec/10-ledger-codec-resolver.md", "spec/20-plan-continuation-repair.md", "spec/30-storage-crash-harness.md"} <= names
     exported = json.loads((tmp_path / "x" / "vectors" / "resolver.json").read_text())
     assert len(exported["vectors"]) == 81
 

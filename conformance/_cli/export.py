@@ -13,16 +13,22 @@ from pathlib import Path
 
 __all__ = ["export_vectors"]
 
-_TREES = {"vectors": "vectors", "protocol": "protocol"}
+#: package folder → export folder; ``docs`` holds the packaged copies of the protocol
+#: documents, the adapter guide and the spec (``conformance/_docsync.py``).
+_TREES = {"vectors": "vectors", "protocol": "protocol", "docs": ".", "docs/spec": "spec"}
 
 
 def export_vectors(directory: str | os.PathLike[str]) -> list[Path]:
-    """Copy ``conformance/vectors/`` and ``conformance/protocol/`` (JSON files and READMEs)
-    to ``directory/vectors`` and ``directory/protocol``; return the files written."""
+    """Write everything an implementer in another language needs into ``directory``: the spec
+    (``spec/``), the protocol's documents and JSON Schemas (``protocol.md``, ``protocol-codes.md``,
+    ``protocol/``), the adapter guide, the level rule, the reference's spec choices, and the
+    golden vectors with their README and schema (``vectors/``); return the files written."""
     root = Path(directory)
     written: list[Path] = []
     for source, target in _TREES.items():
-        tree = resources.files("conformance").joinpath(source)
+        tree = resources.files("conformance")
+        for part in source.split("/"):
+            tree = tree.joinpath(part)
         if not tree.is_dir():
             continue
         out = root / target
