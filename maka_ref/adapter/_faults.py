@@ -8,6 +8,14 @@ with the ``block`` action and registering one announcer covers all of them: the 
 writes ``{"failpoint": "<id>"}`` on the protocol stdout (flushed) and the registry then blocks
 the thread until the process is killed, inside the open transaction where there is one.
 
+The ``stop`` action (optional ``action`` param, protocol §4.4): the registry is armed with a
+callable that writes the same stderr line, announces through the same announcers, then stops
+the whole process with ``SIGSTOP`` sent to itself. When the harness sends ``SIGCONT`` the
+``os.kill`` call returns and the caller carries on exactly as if the point were unarmed: the
+pending request gets its normal response. This is how the crash lab's ``pause`` fault freezes
+a writer *inside* a tool while a second process repairs and resumes, then lets the first one
+come back as a late writer. The point still fires once (the registry's ``fired`` flag).
+
 Which ids the adapter announces in ``hello``: :data:`ANNOUNCED_FAILPOINTS`, the ids some
 protocol operation can reach. The workspace-authority hooks are left out: no protocol
 operation commits a workspace baseline, so they could never be reached (protocol §3: a listed
@@ -16,6 +24,8 @@ id that cannot be reached is a failure).
 
 from __future__ import annotations
 
+import os
+import signal
 from typing import Any, Callable, Mapping
 
 from maka_ref._runtime.livepoints import CONTINUATION_FAILPOINTS, LIVE_FAILPOINTS, NON_LOOP_FAILPOINTS
@@ -23,7 +33,10 @@ from maka_ref._store import failpoints as registry
 from maka_ref.adapter._errors import OpError, invalid_params
 from maka_ref.adapter._params import opt_int, req
 
-__all__ = ["ANNOUNCED_FAILPOINTS", "KNOWN_FAILPOINTS", "arm", "install_announcer"]
+__all__ = ["ACTIONS", "ANNOUNCED_FAILPOINTS", "KNOWN_FAILPOINTS", "arm", "install_announcer", "stop_self"]
+
+#: The values of ``faults.arm``'s optional ``action`` param (protocol §4.4).
+ACTIONS: tuple[str, ...] = ("block", "stop")
 
 _WORKSPACE_HOOKS = frozenset(name for name in registry.FAILPOINT_NAMES if "workspace" in name)
 
@@ -51,6 +64,18 @@ def install_announcer(announce: Callable[[str], None]) -> None:
         registry.ANNOUNCERS.append(announce)
 
 
+def stop_self(name: str) -> None:
+    """The ``stop`` action: stderr line, announcement, then ``SIGSTOP`` to this process.
+
+    Returns (and the caller continues normally) once the process is sent ``SIGCONT``.
+    """
+    os.write(2, f"MAKA_FAILPOINT {name} (stopping)\n".encode())
+    for announce in list(registry.ANNOUNCERS):
+        announce(name)
+    os.kill(os.getpid(), signal.SIGSTOP)
+    os.write(2, f"MAKA_FAILPOINT {name} continued\n".encode())
+
+
 def arm(params: Mapping[str, Any]) -> dict[str, Any]:
     name = req(params, "failpoint")
     if not isinstance(name, str):
@@ -58,7 +83,12 @@ def arm(params: Mapping[str, Any]) -> dict[str, Any]:
     hit = opt_int(params, "hit", 1)
     if hit < 1:
         raise invalid_params("params.hit must be a positive integer")
+    action = params.get("action", "block")
+    if action not in ACTIONS:
+        raise invalid_params(f"params.action must be one of {', '.join(ACTIONS)}")
     if name not in KNOWN_FAILPOINTS:
         raise OpError("unknown_failpoint", f"no failpoint {name!r}")
-    registry.arm(name, "block", hit=hit)
+    if action == "stop" and not hasattr(signal, "SIGSTOP"):
+        raise OpError("fault_action_unsupported", "this platform has no SIGSTOP; only action block is available")
+    registry.arm(name, "block" if action == "block" else stop_self, hit=hit)
     return {"armed": name}

@@ -1,0 +1,2 @@
+"""Fault modes beyond the plain kill (issue 6 item 3): ``torn`` (here), ``pause`` and ``race``
+(each a module with ``run(ctx)``; the engine imports them lazily)."""
