@@ -39,6 +39,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import pytest
 
+import crashlab
 from conformance.clauses import ClauseMismatch, clause, expect_equal, expect_ok
 
 #: Short protocol names used in clause ids → the script's ``protocol`` value.
@@ -48,22 +49,10 @@ LIVE_POINTS: tuple[str, ...] = tuple(f"P{n}" for n in range(10))
 #: Deadline for a request that runs a turn (protocol §1.6 allows longer ones for runtime.*).
 RUN_TIMEOUT = 60.0
 
-FIRST = "first line\n"
-MORE = "more\n"
-FINAL_TEXT = "done"
-
-
-def crash_script(protocol: str) -> dict[str, Any]:
-    """Write ``notes.txt``, Append to it, then a text step (three provider steps)."""
-    return {
-        "userMessage": "write the notes",
-        "protocol": protocol,
-        "steps": [
-            {"toolCalls": [{"id": "call-write", "name": "Write", "args": {"path": "notes.txt", "content": FIRST}}]},
-            {"toolCalls": [{"id": "call-append", "name": "Append", "args": {"path": "notes.txt", "content": MORE}}]},
-            {"text": FINAL_TEXT},
-        ],
-    }
+#: The crash script and its two effects live in :mod:`crashlab` (one copy for the lab and the
+#: clauses): Write ``notes.txt``, Append to it, then a text step.
+FIRST, MORE, FINAL_TEXT = crashlab.FIRST, crashlab.MORE, "done"
+crash_script = crashlab.crash_script
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -92,26 +81,8 @@ def call_on(client: Any, op: str, params: Mapping[str, Any], *, timeout: float |
         raise failure(exc, f"the implementation misbehaved on {op}") from None
 
 
-def label(event: Mapping[str, Any]) -> str:
-    """A coarse kind for an event: user, call, dispatch, response, text, terminal, start, other."""
-    content = event.get("content") if isinstance(event.get("content"), Mapping) else {}
-    actions = event.get("actions") if isinstance(event.get("actions"), Mapping) else {}
-    kind = content.get("kind")
-    if actions.get("continuationStart") is not None:
-        return "start"
-    if actions.get("toolDispatch") is not None:
-        return "dispatch"
-    if kind == "function_call":
-        return "call"
-    if kind == "function_response":
-        return "response"
-    if actions.get("endInvocation") is True and event.get("status") is not None:
-        return "terminal"
-    if event.get("role") == "user":
-        return "user"
-    if kind == "text" and event.get("role") == "model":
-        return "text"
-    return "other"
+#: Event labels (user, call, dispatch, response, text, terminal, start, …): :func:`crashlab.label`.
+label = crashlab.label
 
 
 def labels(events: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -119,29 +90,15 @@ def labels(events: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def effect_lines(workspace: str) -> list[dict[str, Any]]:
-    """The effect log (protocol §4.3); a malformed line fails the clause."""
-    path = Path(workspace) / ".maka-effects.jsonl"
-    if not path.exists():
-        return []
-    out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError:
-            raise ClauseMismatch(f".maka-effects.jsonl line {n} is not JSON: {line[:200]!r}") from None
-        if not isinstance(value, dict) or not all(k in value for k in ("operationId", "tool", "argsHash", "pid")):
-            raise ClauseMismatch(f".maka-effects.jsonl line {n} lacks operationId/tool/argsHash/pid: {line[:200]!r}")
-        out.append(value)
-    return out
+    """The effect log (protocol §4.3, read by :func:`crashlab.read_effects`); a malformed line
+    fails the clause."""
+    lines, problem = crashlab.read_effects(Path(workspace))
+    if problem:
+        raise ClauseMismatch(problem)
+    return lines
 
 
-def starts_by_operation(lines: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for line in lines:
-        counts[line["operationId"]] = counts.get(line["operationId"], 0) + 1
-    return counts
+starts_by_operation = crashlab.starts_by_operation
 
 
 def expect_no_double_start(lines: Sequence[Mapping[str, Any]], where: str) -> None:
@@ -151,15 +108,8 @@ def expect_no_double_start(lines: Sequence[Mapping[str, Any]], where: str) -> No
                              evidence={"effectLog": list(lines)})
 
 
-def operation_id_of(call_event: Mapping[str, Any]) -> str:
-    """The operation id of a call: ``refs.operationId`` (T1 lane) or spec 30 §0.3 from the
-    invocation id and the provider tool-call id (the id the effect log uses on every lane)."""
-    refs = call_event.get("refs") if isinstance(call_event.get("refs"), Mapping) else {}
-    if isinstance(refs.get("operationId"), str):
-        return refs["operationId"]
-    from maka_ref._runtime.ids import operation_id
-
-    return operation_id(call_event["invocationId"], call_event["content"]["id"])
+#: ``refs.operationId`` or spec 30 §0.3 (:func:`crashlab.operation_id_of`).
+operation_id_of = crashlab.operation_id_of
 
 
 def read_file(workspace: str, name: str) -> str | None:
@@ -286,33 +236,12 @@ def crash_turn(maka: Any, workspace: str, script: Mapping[str, Any], point: str,
 
 # --------------------------------------------------------------------------- the spec tables
 
-#: Committed prefixes each point allows, by protocol (event labels of :func:`label`).
-#: Spec 20 §2: P0 ``before_function_call``; P1–P4 ``after_function_call``; P5–P8
-#: ``after_function_response`` (P8: the terminal is not committed, the final model text may
-#: be); P9 ``after_terminal_event``. Under T1 the call and dispatch commit in one transaction
-#: (spec 30 §2.3), so P2–P4 ("prepared journal committed") need the dispatch; P1 ("call
-#: committed, journal not yet") allows both sides of that atomic T1. ``text?`` is optional.
-_BEFORE = [["user"]]
-_W_T1 = ["user", "call", "dispatch", "response"]
-_W_LEGACY = ["user", "call", "response"]
-
-
 def allowed_prefixes(point: str, short: str) -> list[list[str]]:
-    t1 = short == "t1"
-    write = _W_T1 if t1 else _W_LEGACY
-    n = int(point[1:])
-    if n == 0:
-        return _BEFORE
-    if n == 1:
-        return [["user", "call", "dispatch"], ["user", "call"]] if t1 else [["user", "call"]]
-    if n in (2, 3, 4):
-        return [["user", "call", "dispatch"]] if t1 else [["user", "call"]]
-    if n in (5, 6, 7):
-        return [write]
-    append = write[1:]  # the second tool step (Append) completed
-    if n == 8:
-        return [write + append, write + append + ["text"]]
-    return [write + append + ["text", "terminal"], write + append + ["terminal"]]
+    """Committed prefixes (event labels) ``point`` allows under the protocol ``short``: the
+    crash lab's catalogue (``crashlab/catalogue.json``, transcribed from spec 20 §2 and spec 30
+    §6.3 with the T1/T2 atomicity of spec 30 §2.3–§2.4), so the clauses and the lab share one
+    table."""
+    return [list(state["labels"]) for state in crashlab.crash_point(point).allowed(f"live-{short}")]
 
 
 def check_prefix(point: str, short: str, run: Mapping[str, Any]) -> list[str]:

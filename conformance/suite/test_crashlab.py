@@ -1,0 +1,60 @@
+"""Crash-lab clauses: one real trial per catalogue point × mode × fault (issue 6 items 2, 3, 5).
+
+Clause ``CRASH-<point>-<mode>-<fault>`` runs :func:`crashlab.run_trial` once (seed 0; live
+trials under ``t1_after_preflight_v1``) against the implementation under test: a fresh
+workspace, a child process driven to the point (prefix: the committed prefix through the store
+operations, spec 30 §6.3 / §6.2; live: ``faults.arm`` + the real operation, protocol §4.4),
+a SIGKILL proved real, then fresh processes reopen, project twice, repair twice, resume, and
+the oracles of ``docs/crashlab.md`` judge (allowed prefix and decision table from
+``crashlab/catalogue.json``, effect log, torn tails, paused and racing writers). Every failed
+check of the trial becomes the clause's :class:`ClauseMismatch`; an armed point that never
+fired fails as *unreached*. The capability of a clause is the catalogue's for that mode, so an
+implementation without faults or a runtime loop gets "not claimed", not "failed".
+
+``crashlab sweep`` runs the same trials with repetitions and seeds; these clauses are its one
+trial per cell, sized to keep a certification well under five minutes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import crashlab
+from conformance.clauses import ClauseMismatch, clause
+
+#: Torn variants per clause (the sweep's default is more); enough to cut a frame boundary and
+#: a byte offset of the WAL.
+CLAUSE_TORN_VARIANTS = 2
+
+
+def _params() -> list[Any]:
+    out = []
+    for spec in crashlab.default_specs(protocols=["t1"]):
+        point = crashlab.crash_point(spec.point)
+        capability, *needs = point.capabilities(spec.mode)
+        cid = f"CRASH-{spec.point.replace('_', '-')}-{spec.mode}-{spec.fault}"
+        title = f"{spec.fault} at {spec.point} ({spec.mode}): {point.boundary}"
+        out.append(pytest.param(spec, id=f"{spec.point}-{spec.mode}-{spec.fault}",
+                                marks=clause(cid, spec=point.spec, capability=capability, needs=tuple(needs), title=title)))
+    return out
+
+
+@pytest.mark.parametrize("spec", _params())
+def test_crash_trial(maka: Any, spec: crashlab.TrialSpec) -> None:
+    from dataclasses import replace
+
+    options = {"variants": CLAUSE_TORN_VARIANTS} if spec.fault == "torn" else {}
+    result = crashlab.run_trial(replace(spec, command=tuple(maka.command), options=options),
+                                timeout=max(60.0, 4 * maka.timeout))
+    if result.outcome == "passed":
+        return
+    if result.outcome == "not_claimed":
+        pytest.skip(f"not claimed: {result.message}")
+    failed = result.failed_checks
+    summary = "; ".join(f"{c.name}: {c.detail}" for c in failed) or result.message
+    raise ClauseMismatch(f"{result.outcome}: {summary}"[:2000],
+                         evidence={"trialId": spec.trial_id, "outcome": result.outcome, "message": result.message,
+                                   "checks": [c.to_json() for c in result.checks], "stderrTail": result.stderr_tail[-4000:],
+                                   "seed": spec.seed})

@@ -1,0 +1,118 @@
+"""``run_sweep``: many trials on a thread pool, and the sweep report (JSON + Markdown).
+
+Why threads: a trial spends its time waiting on child processes (spawn, a blocked failpoint,
+a projection), so threads parallelise it without pickling specs across processes; every
+trial has its own workspace and processes, so trials share nothing but the report.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from crashlab._lab.catalogue import variant_of
+from crashlab._lab.engine import DEFAULT_TRIAL_TIMEOUT, run_trial
+from crashlab._lab.model import OUTCOMES, TrialResult, TrialSpec
+
+__all__ = ["SweepReport", "run_sweep", "write_report"]
+
+
+@dataclass
+class SweepReport:
+    results: list[TrialResult] = field(default_factory=list)
+    duration_s: float = 0.0
+    workers: int = 1
+    command: list[str] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(r.outcome in ("passed", "not_claimed") for r in self.results)
+
+    def counts(self) -> dict[str, int]:
+        out = {o: 0 for o in OUTCOMES}
+        for r in self.results:
+            out[r.outcome] = out.get(r.outcome, 0) + 1
+        return out
+
+    def table(self) -> list[dict[str, Any]]:
+        """Per point × mode × fault: trials, passed, detected (failed/unreached/error), seeds of failures."""
+        rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+        for r in self.results:
+            key = (r.spec.point, variant_of(r.spec.mode, r.spec.protocol), r.spec.fault)
+            row = rows.setdefault(key, {"point": key[0], "mode": key[1], "fault": key[2], "total": 0, "passed": 0,
+                                        "detected": 0, "notClaimed": 0, "failureSeeds": []})
+            row["total"] += 1
+            if r.outcome == "passed":
+                row["passed"] += 1
+            elif r.outcome == "not_claimed":
+                row["notClaimed"] += 1
+            else:
+                row["detected"] += 1
+                row["failureSeeds"].append(r.spec.seed)
+        return list(rows.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": "crashlab sweep", "python": platform.python_version(), "platform": sys.platform,
+                "command": self.command, "workers": self.workers, "durationS": round(self.duration_s, 2),
+                "counts": self.counts(), "ok": self.ok, "table": self.table(),
+                "trials": [r.to_json() for r in self.results]}
+
+    def to_markdown(self) -> str:
+        c = self.counts()
+        lines = ["# crashlab sweep", "",
+                 f"{len(self.results)} trials in {self.duration_s:.1f} s on {self.workers} worker(s): "
+                 + ", ".join(f"{v} {k}" for k, v in c.items() if v), "",
+                 "| point | mode | fault | detected / total | failing seeds |", "|---|---|---|---|---|"]
+        for row in self.table():
+            seeds = ", ".join(str(s) for s in row["failureSeeds"]) or "—"
+            lines.append(f"| {row['point']} | {row['mode']} | {row['fault']} | {row['detected']} / {row['total']} | {seeds} |")
+        bad = [r for r in self.results if r.outcome not in ("passed", "not_claimed")]
+        if bad:
+            lines += ["", "## Failures", ""]
+            for r in bad:
+                lines.append(f"* `{r.spec.trial_id}` **{r.outcome}** (seed {r.spec.seed}): {r.message[:500]}"
+                             + (f" — bundle `{r.bundle}`" if r.bundle else ""))
+        return "\n".join(lines) + "\n"
+
+
+def run_sweep(specs: Sequence[TrialSpec], *, workers: int = 1, on_result: Callable[[TrialResult], None] | None = None,
+              report_dir: str | Path | None = None, timeout: float = DEFAULT_TRIAL_TIMEOUT,
+              env: dict[str, str] | None = None) -> SweepReport:
+    """Run ``specs`` (``workers`` at a time); failure bundles go to ``<report_dir>/bundles``.
+    Results keep the order of ``specs``; ``on_result`` sees them as they finish."""
+    started = time.monotonic()
+    bundles = Path(report_dir) / "bundles" if report_dir is not None else None
+    results: list[TrialResult | None] = [None] * len(specs)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(run_trial, spec, timeout=timeout, bundle_dir=bundles, env=env): n
+                   for n, spec in enumerate(specs)}
+        for future in as_completed(futures):
+            result = future.result()
+            results[futures[future]] = result
+            if on_result is not None:
+                on_result(result)
+    command = list(specs[0].command) if specs and specs[0].command else None
+    report = SweepReport([r for r in results if r is not None], time.monotonic() - started, workers, command)
+    if report_dir is not None:
+        write_report(report, Path(report_dir))
+    return report
+
+
+def write_report(report: SweepReport, report_dir: Path) -> tuple[Path, Path]:
+    report_dir.mkdir(parents=True, exist_ok=True)
+    js, md = report_dir / "crashlab-sweep.json", report_dir / "crashlab-sweep.md"
+    js.write_text(json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    md.write_text(report.to_markdown(), encoding="utf-8")
+    return js, md
+
+
+def load_specs(points: Iterable[str] | None = None, **kw: Any) -> list[TrialSpec]:
+    from crashlab._lab.catalogue import default_specs
+
+    return default_specs(points=points, **kw)
