@@ -21,9 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from maka_ref._codec.frozen import FrozenDict
+from maka_ref._codec.argshash import _sorted_compact
+from maka_ref._codec.frozen import FrozenDict, FrozenList
 from maka_ref._codec.jsontext import parse_json, stable_json
 from maka_ref._errors import RuntimeEventNotSerializableError
+from maka_ref._events._values import frozen_dict, frozen_list
+from maka_ref._events.constants import CONTENT_KIND_TEXT
 from maka_ref._events.schema import decode_runtime_event
 
 __all__ = ["EncodedRuntimeEvent", "canonical_event_json", "encode_runtime_event", "json_strict_equal"]
@@ -90,14 +93,102 @@ def json_strict_equal(left: Any, right: Any) -> bool:
     return True
 
 
+# --------------------------------------------------------------------------- fast path
+#
+# Steps (3)-(4) of the round trip, for a *plain* decoded event, without writing through the
+# generic writer, parsing the text back and decoding it a second time. Plain (one walk, the
+# same notion as the args-hash fast path in ``_codec.argshash``): only ``FrozenDict`` /
+# ``FrozenList`` containers (what decode builds), ``str``, ``bool``, ``None`` and ``int`` with
+# |n| ≤ 2^53 leaves, no key starting with an ASCII digit (so no array-index key), nesting
+# below ``_PLAIN_DEPTH``, and — checked on the finished text — no character ≥ U+D800 in any
+# key or string. For such an event:
+#
+# * the text: ``stable_json`` orders keys by UTF-16 code units with array-index keys first;
+#   with no digit-leading key and no character ≥ U+D800 that is Python's ``sorted``, which is
+#   what the C encoder with ``sort_keys`` does; both escape with ``encode_basestring`` and
+#   write ints with ``int.__repr__``; ``_finish`` has no surrogate to fix. Same bytes.
+# * the round trip: ``parse_json`` of that text gives back every leaf with its type and value
+#   (no float, no unsafe int, no surrogate), so it is the event itself up to key order.
+#   ``decode_runtime_event`` is idempotent on its own output (every checker returns its input
+#   unchanged when given a value it produced, and the text normalisation is idempotent), so
+#   the second decode yields the event again: the strict equality of step (4) holds.
+# * the value returned: as the second decode would build it, i.e. every object in the text's
+#   (sorted) key order, except a ``text`` content object, which the normaliser always builds
+#   in its own fixed order (the first decode's object already has it).
+#
+# Anything else — floats, big ints, digit keys, astral or surrogate characters, other
+# container types — takes the full round trip, which also produces the errors.
+# ``tests/test_events_encode_fastpath.py`` checks both paths give identical results.
+
+_PLAIN_DEPTH = 128
+_MAX_SAFE_INT = 2**53
+_DIGITS = frozenset("0123456789")
+
+#: Tests switch this off to compare with the full round trip.
+FAST_PATH_ENABLED = True
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _plain_image(value: Any, depth: int) -> Any:
+    """``value`` re-built in sorted key order; raises :class:`_NotPlain` (see above)."""
+    t = type(value)
+    if t is str or t is bool or value is None:
+        return value
+    if t is int:
+        if -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+            return value
+        raise _NotPlain
+    if depth >= _PLAIN_DEPTH:
+        raise _NotPlain
+    if t is FrozenDict:
+        out = {}
+        for key in sorted(dict.keys(value)):
+            if type(key) is not str or key[:1] in _DIGITS:
+                raise _NotPlain
+            item = dict.__getitem__(value, key)
+            if type(item) is not str:  # strings inline: most leaves are strings
+                item = _plain_image(item, depth + 1)
+            out[key] = item
+        return frozen_dict(out)
+    if t is FrozenList:
+        return frozen_list([
+            item if type(item) is str else _plain_image(item, depth + 1) for item in list.__iter__(value)
+        ])
+    raise _NotPlain
+
+
+def _fast_encode(event: FrozenDict) -> EncodedRuntimeEvent | None:
+    """The encoding of a plain decoded event, or None (use the full round trip)."""
+    try:
+        image = _plain_image(event, 0)
+        content = dict.get(event, "content")
+        if type(content) is FrozenDict and dict.get(content, "kind") == CONTENT_KIND_TEXT:
+            # The normaliser's key order, as in the second decode (its values sorted as usual).
+            rebuilt = frozen_dict({key: _plain_image(item, 2) for key, item in dict.items(content)})
+            image = frozen_dict({key: (rebuilt if key == "content" else item) for key, item in dict.items(image)})
+        text = _sorted_compact(image)
+    except (_NotPlain, RecursionError, TypeError, ValueError):
+        return None
+    if text.isascii() or max(text) < "\ud800":
+        return EncodedRuntimeEvent(event=image, canonical_json=text)
+    return None
+
+
 def encode_runtime_event(value: Any) -> EncodedRuntimeEvent:
     """Decode, serialise canonically and prove the bytes round-trip (§2.2).
 
     Raises :class:`RuntimeEventSchemaError` when ``value`` does not decode and
     :class:`RuntimeEventNotSerializableError` when the decoded event has no lossless
-    canonical JSON.
+    canonical JSON. A plain event (see "fast path") skips the parse and second decode.
     """
     event = decode_runtime_event(value)
+    if FAST_PATH_ENABLED:
+        fast = _fast_encode(event)
+        if fast is not None:
+            return fast
     try:
         canonical_json = stable_json(event, negative_zero="reject")
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:

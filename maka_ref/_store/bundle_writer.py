@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from maka_ref._events.encode import EncodedRuntimeEvent
 from maka_ref._ledger.bundle import OperationIdentity, validate_recovery_bundle
@@ -92,12 +93,19 @@ def _exact_retry(conn: sqlite3.Connection, bundle: PreparedBundle, operation: To
             raise _fail(f"Tool recovery bundle is incomplete for {operation.operation_id}", "bundle_incomplete")
 
 
+def _identity(event: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (event.get("sessionId"), event.get("invocationId"), event.get("runId"), event.get("turnId"))
+
+
 def _recovery_fact(
-    conn: sqlite3.Connection, operation: ToolOperationRecord, encoded: EncodedRuntimeEvent, state: str
+    conn: sqlite3.Connection, operation: ToolOperationRecord, encoded: EncodedRuntimeEvent, state: str,
+    identity_checked: bool = False,
 ) -> None:
-    """Insert one recovery fact and its journal row (committed_at = the event's ``ts``)."""
+    """Insert one recovery fact and its journal row (committed_at = the event's ``ts``).
+    ``identity_checked``: as for :func:`insert_event` (an earlier fact of this bundle had the
+    same identity and was inserted in this transaction)."""
     event = encoded.event
-    insert_event(conn, encoded, event["ts"], allow_exact_duplicate=False)
+    insert_event(conn, encoded, event["ts"], allow_exact_duplicate=False, identity_checked=identity_checked)
     failpoint("after_runtime_event_insert")
     insert_journal(
         conn, journal_event_id=f"{event['id']}_journal", operation_id=operation.operation_id,
@@ -142,13 +150,22 @@ def commit_bundle(conn: sqlite3.Connection, gate: HealthGate, bundle: PreparedBu
         _exact_retry(conn, bundle, operation)
         return
 
+    # The reconcile's insert runs the full §0.1 identity check; a later fact of this bundle with
+    # the very same (session, invocation, run, turn) skips the four queries (same verdict: only
+    # rows of that identity were written since, see insert_event's ``identity_checked``).
     _recovery_fact(conn, operation, bundle.reconcile, "reconcile_observed")
+    checked: tuple[Any, ...] | None = _identity(bundle.reconcile.event)
     _compare_and_set(
         conn, operation_id, "UPDATE tool_operations SET version = version + 1 WHERE operation_id = ?", (operation_id,)
     )
     failpoint("after_recovery_reconcile")
+    if bundle.outcome is not None and _identity(bundle.outcome.event) != checked:
+        checked = None  # the outcome's own check ran; the decision runs its own too
     if bundle.outcome is not None:
-        outcome_steps(conn, gate, operation_id, bundle.outcome, bundle.outcome.event["ts"])
+        outcome_steps(
+            conn, gate, operation_id, bundle.outcome, bundle.outcome.event["ts"],
+            identity_checked=checked is not None,
+        )
         failpoint("after_recovery_outcome")
 
     decision_event = bundle.decision.event
@@ -161,7 +178,7 @@ def commit_bundle(conn: sqlite3.Connection, gate: HealthGate, bundle: PreparedBu
     current = require_operation(conn, operation_id)
     completed = payload.get("disposition") == "completed"
     state = "recovery_completed" if completed else "recovery_parked"
-    _recovery_fact(conn, current, bundle.decision, state)
+    _recovery_fact(conn, current, bundle.decision, state, identity_checked=_identity(decision_event) == checked)
     if completed and (
         current.current_state != "outcome_committed" or current.result_event_id != payload.get("outcomeEventId")
     ):

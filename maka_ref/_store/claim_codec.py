@@ -28,7 +28,8 @@ repair. They must agree on one exact-shape decoder, and it must not depend on SQ
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, NoReturn
+from collections.abc import Mapping
+from typing import Any, NoReturn
 
 from maka_ref._codec.frozen import FrozenDict
 from maka_ref._codec.jsontext import stable_json

@@ -22,7 +22,8 @@ from __future__ import annotations
 import contextvars
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from maka_ref._codec.jsontext import parse_json
 from maka_ref._errors import MakaRefError
@@ -495,7 +496,7 @@ def commit_continuation_start(
 # ------------------------------------------------------------------ the insert guard
 
 
-def check_continuation_authority(conn: sqlite3.Connection, event: Mapping[str, Any], exact_retry: bool) -> None:
+def check_continuation_authority(conn: sqlite3.Connection, event: Mapping[str, Any], exact_retry: bool) -> bool:
     """Effects of claims on every insert (spec 30 §2.6), called by the insert primitive.
 
     Claims of the event's session are decoded and cross-checked first (a tampered row fails
@@ -503,11 +504,14 @@ def check_continuation_authority(conn: sqlite3.Connection, event: Mapping[str, A
     after a claim, §2.8). A new event then must not touch a sealed source run, must not
     collide with a target on some identity axes but not all, and must not take a target's
     ``event_seq`` 1 unless it is the start being written by the start writer.
+
+    Returns True when the session has no claim row at all (the insert cache, ``insert_facts``,
+    may then skip this check for the session), False otherwise.
     """
     session_id = event.get("sessionId")
     records = _select(conn, "source_session_id = ? OR target_session_id = ?", (session_id, session_id))
     if exact_retry or not records:
-        return
+        return not records
     run_id, invocation_id, turn_id = event.get("runId"), event.get("invocationId"), event.get("turnId")
     for record in records:
         claim = record.claim
@@ -534,3 +538,4 @@ def check_continuation_authority(conn: sqlite3.Connection, event: Mapping[str, A
                 f"RuntimeEvent target sequence one is reserved for continuation-start by claim {claim.claim_id}",
                 "continuation_target_reserved",
             )
+    return False

@@ -17,7 +17,8 @@ allowed and ``committed_at = ts``.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterable
 
 from maka_ref._events.encode import EncodedRuntimeEvent, encode_runtime_event, json_strict_equal
 from maka_ref._events.predicates import is_terminal_event

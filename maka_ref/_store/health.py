@@ -20,6 +20,7 @@ import sqlite3
 from maka_ref._ledger.scanner import scan_tool_ledger
 from maka_ref._ledger.transition import validate_transition
 from maka_ref._store.errors import ToolLedgerCorruptionError, ToolLedgerRejectionError
+from maka_ref._store.insert_facts import InsertFacts
 from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row
 from maka_ref._store.transition_cache import TransitionCache
 
@@ -51,7 +52,7 @@ def scan_store(conn: sqlite3.Connection) -> BaseException | None:
 class HealthGate:
     """Caches :func:`scan_store` per connection, keyed by ``PRAGMA data_version``."""
 
-    __slots__ = ("_conn", "_data_version", "_failure", "_scanned", "transitions")
+    __slots__ = ("_conn", "_data_version", "_failure", "_scanned", "facts", "fresh_changes", "transitions")
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
@@ -60,6 +61,11 @@ class HealthGate:
         self._scanned = False
         #: Scanned invocation ledgers for the T1/T2 transition check (same connection).
         self.transitions = TransitionCache()
+        #: Passing identity / seal / claim verdicts of the insert primitive for T1/T2.
+        self.facts = InsertFacts()
+        #: ``conn.total_changes`` at the ``BEGIN IMMEDIATE`` of the store's own open write
+        #: transaction; None outside one and inside a joined one (set by ``RuntimeStore.write``).
+        self.fresh_changes: int | None = None
 
     @property
     def data_version(self) -> object:

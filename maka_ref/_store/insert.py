@@ -12,10 +12,12 @@ partial snapshot the event completes.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from maka_ref._events.encode import EncodedRuntimeEvent, json_strict_equal
 from maka_ref._store.errors import RunSealedError, StoreError
+from maka_ref._store.insert_facts import InsertFacts
 from maka_ref._store.partial_keys import completed_stream_key, is_safe_id
 from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row, event_kind, read_event_row
 
@@ -37,12 +39,13 @@ __all__ = [
 ContinuationGuard = Callable[[sqlite3.Connection, Mapping[str, Any], bool], None]
 
 
-def _claims_guard(conn: sqlite3.Connection, event: Mapping[str, Any], exact_retry: bool) -> None:
+def _claims_guard(conn: sqlite3.Connection, event: Mapping[str, Any], exact_retry: bool) -> bool:
     """The built-in guard: the durable claims of *this* connection's database decide (no
-    per-process state; imported lazily because the claim module builds on this one)."""
+    per-process state; imported lazily because the claim module builds on this one).
+    Returns True when the event's session has no claim row at all (nothing was checked)."""
     from maka_ref._store.continuation_claims import check_continuation_authority
 
-    check_continuation_authority(conn, event, exact_retry)
+    return check_continuation_authority(conn, event, exact_retry)
 
 
 _continuation_guard: ContinuationGuard = _claims_guard
@@ -126,6 +129,29 @@ def check_steering(conn: sqlite3.Connection, event: Mapping[str, Any]) -> None:
             )
 
 
+def _guard_cached(conn: sqlite3.Connection, facts: InsertFacts, event: Mapping[str, Any], exact_retry: bool) -> None:
+    """The continuation guard, skipped for a session known to hold no claim row (built-in
+    guard only: an overriding test guard always runs)."""
+    if _continuation_guard is not _claims_guard:
+        _continuation_guard(conn, event, exact_retry)
+        return
+    session_id = event["sessionId"]
+    if session_id in facts.unclaimed:
+        return
+    learning = facts.learning(conn)
+    if _claims_guard(conn, event, exact_retry) is True and learning:
+        facts.add_unclaimed(session_id)
+
+
+def may_seal(event: Mapping[str, Any]) -> bool:
+    """Could this event's row make :func:`check_run_sealed` find a terminal? (Over-approximates
+    the query's ``$.status`` / ``$.actions.endInvocation`` probes: any status, any endInvocation.)"""
+    if "status" in event:
+        return True
+    actions = event.get("actions")
+    return isinstance(actions, Mapping) and "endInvocation" in actions
+
+
 def check_run_sealed(conn: sqlite3.Connection, session_id: str, run_id: str) -> None:
     """A run that already holds a terminal fact accepts no new event (§2.1 step 4)."""
     row = conn.execute(
@@ -152,6 +178,7 @@ def insert_event(
     *,
     allow_exact_duplicate: bool,
     identity_checked: bool = False,
+    facts: InsertFacts | None = None,
 ) -> tuple[int, bool]:
     """Insert one canonical event; returns ``(event_seq, created)``.
 
@@ -164,19 +191,34 @@ def insert_event(
     for <id>``); it then returns the stored ``event_seq`` without a new row or ordinal, unless
     exact duplicates are not allowed (``RuntimeEvent <id> already exists outside this tool
     transaction``).
+
+    ``facts`` (T1/T2 only, after ``facts.begin``): skip the identity, claim and seal queries
+    whose passing verdict is already known for this connection (``insert_facts``); the
+    verdicts, and the order in which checks can fail, are unchanged.
     """
     event = encoded.event
     if identity_checked:
         check_identity_fields(event)
-    else:
+    elif facts is None:
         check_identity(conn, event)
+    else:
+        check_identity_fields(event)
+        key = (event["sessionId"], event["invocationId"], event["runId"], event["turnId"])
+        if key not in facts.identity:
+            learning = facts.learning(conn)
+            check_identity(conn, event)
+            if learning:
+                facts.add_identity(key)
     check_steering(conn, event)
     event_id = event["id"]
     stored = read_event_row(conn, event_id)
     if stored is not None:
         if not json_strict_equal(stored.event, event):
             raise StoreError(f"RuntimeEvent identity conflict for {event_id}", code="event_identity_conflict")
-        continuation_guard(conn, event, True)
+        if facts is None:
+            continuation_guard(conn, event, True)
+        else:
+            _guard_cached(conn, facts, event, True)
         delete_completed_partial(conn, event)
         if not allow_exact_duplicate:
             raise StoreError(
@@ -184,8 +226,17 @@ def insert_event(
                 code="event_exists_outside_transaction",
             )
         return stored.event_seq, False
-    continuation_guard(conn, event, False)
-    check_run_sealed(conn, event["sessionId"], event["runId"])
+    if facts is None:
+        continuation_guard(conn, event, False)
+        check_run_sealed(conn, event["sessionId"], event["runId"])
+    else:
+        _guard_cached(conn, facts, event, False)
+        run_key = (event["sessionId"], event["runId"])
+        if run_key not in facts.unsealed:
+            learning = facts.learning(conn)
+            check_run_sealed(conn, *run_key)
+            if learning:
+                facts.add_unsealed(run_key)
     event_seq = conn.execute(
         "SELECT COALESCE(MAX(event_seq), 0) + 1 FROM runtime_events WHERE invocation_id = ?", (event["invocationId"],)
     ).fetchone()[0]
@@ -209,5 +260,7 @@ def insert_event(
         "SELECT ?, COALESCE(MAX(ordinal), 0) + 1, ? FROM runtime_session_event_ordinals WHERE session_id = ?",
         (event["sessionId"], event_id, event["sessionId"]),
     )
+    if facts is not None and may_seal(event):
+        facts.unsealed.discard((event["sessionId"], event["runId"]))
     delete_completed_partial(conn, event)
     return event_seq, True

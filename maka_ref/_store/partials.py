@@ -16,7 +16,8 @@ with the payload) is skipped on read, silently — it must never hide immutable 
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterable
 
 from maka_ref._codec.frozen import freeze, thaw
 from maka_ref._codec.jsontext import parse_json, stable_json

@@ -14,7 +14,8 @@ but quarantined from recovery. Rebuild never deletes ``runtime_events`` rows.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from maka_ref._codec.frozen import freeze
 from maka_ref._codec.jsontext import parse_json, stable_json

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterable
 
 from maka_ref._codec.frozen import FrozenDict
 from maka_ref._codec.jsontext import parse_json

@@ -127,8 +127,16 @@ class RuntimeStore:
         """``BEGIN IMMEDIATE`` … ``COMMIT`` on this store's connection (joins an open one)."""
         if self._read_only:
             raise StoreError("RuntimeStore was opened read-only", code="read_only")
-        with self._lock, write_transaction(self._conn) as conn:
-            yield conn
+        with self._lock:
+            owned = not self._conn.in_transaction
+            with write_transaction(self._conn) as conn:
+                gate = self._gate
+                outer = gate.fresh_changes
+                gate.fresh_changes = conn.total_changes if owned else None
+                try:
+                    yield conn
+                finally:
+                    gate.fresh_changes = outer if not owned else None
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from maka_ref._codec.argshash import canonical_args_hash
 from maka_ref._events.encode import EncodedRuntimeEvent, json_strict_equal
@@ -26,6 +27,7 @@ from maka_ref._store.failpoints import failpoint
 from maka_ref._store.generic import canonicalize, check_no_recovery_fact, check_reserved_authority
 from maka_ref._store.health import HealthGate, assert_tool_ledger_transition
 from maka_ref._store.insert import insert_event
+from maka_ref._store.insert_facts import InsertFacts
 from maka_ref._store.projections import OPERATION_COLUMNS, insert_journal, read_tool_operation
 from maka_ref._store.records import CommitResult, ToolOperationRecord
 from maka_ref._store.rows import read_event_row
@@ -143,6 +145,8 @@ def commit_t1(conn: sqlite3.Connection, gate: HealthGate, prepared: PreparedT1) 
     """§2.3 in-transaction steps 1–8 (the caller commits)."""
     data, call, dispatch = prepared.data, prepared.call.event, prepared.dispatch.event
     assert_tool_ledger_transition(conn, gate, [call, dispatch], "t1_prepare")
+    facts = gate.facts
+    facts.begin(conn, gate.data_version, gate.fresh_changes)
     existing = read_tool_operation(conn, data.operation_id)
     if existing is not None:
         if (
@@ -162,12 +166,13 @@ def commit_t1(conn: sqlite3.Connection, gate: HealthGate, prepared: PreparedT1) 
         if seq is None:
             raise _fail(f"Missing RuntimeEvent {dispatch['id']}", "missing_event")
         gate.transitions.settle(conn)
+        facts.settle(conn)
         return CommitResult(False, seq)
-    insert_event(conn, prepared.call, data.committed_at, allow_exact_duplicate=True)
+    insert_event(conn, prepared.call, data.committed_at, allow_exact_duplicate=True, facts=facts)
     # prepare_t1 proved the dispatch shares the call's execution identity, and the call's
     # insert (same transaction) checked that identity and added at most a row of it.
     seq, _ = insert_event(
-        conn, prepared.dispatch, data.committed_at, allow_exact_duplicate=False, identity_checked=True
+        conn, prepared.dispatch, data.committed_at, allow_exact_duplicate=False, identity_checked=True, facts=facts
     )
     failpoint("after_runtime_event_insert")
     identity = (call["invocationId"], call["runId"], call["turnId"])
@@ -183,6 +188,7 @@ def commit_t1(conn: sqlite3.Connection, gate: HealthGate, prepared: PreparedT1) 
          data.recovery_mode, call["id"], dispatch["id"]),
     )
     gate.transitions.settle(conn)
+    facts.settle(conn)
     return CommitResult(True, seq)
 
 
@@ -219,8 +225,15 @@ def outcome_steps(
     operation_id: str,
     encoded: EncodedRuntimeEvent,
     committed_at: Any,
+    facts: InsertFacts | None = None,
+    *,
+    identity_checked: bool = False,
 ) -> CommitResult:
-    """T2 in-transaction steps 1–7, shared with the recovery bundle's outcome step."""
+    """T2 in-transaction steps 1–7, shared with the recovery bundle's outcome step.
+
+    ``facts``: T2's insert cache (``commit_t2`` begins and settles it; the bundle passes none).
+    ``identity_checked``: passed to :func:`insert_event` (the bundle's reconcile fact of the
+    same identity was just inserted)."""
     event = encoded.event
     operation = require_operation(conn, operation_id)
     content = event.get("content")
@@ -235,6 +248,8 @@ def outcome_steps(
     ):
         raise _fail(f"Tool operation outcome identity conflict for {operation_id}", "outcome_identity_conflict")
     assert_tool_ledger_transition(conn, gate, [event], "t2_outcome")
+    if facts is not None:
+        facts.begin(conn, gate.data_version, gate.fresh_changes)
     if operation.result_event_id is not None:
         if operation.result_event_id != event["id"]:
             raise _fail(f"Tool operation outcome conflict for {operation_id}", "outcome_conflict")
@@ -242,7 +257,9 @@ def outcome_steps(
         if seq is None:
             raise _fail(f"Missing RuntimeEvent {event['id']}", "missing_event")
         return CommitResult(False, seq)
-    seq, _ = insert_event(conn, encoded, committed_at, allow_exact_duplicate=False)
+    seq, _ = insert_event(
+        conn, encoded, committed_at, allow_exact_duplicate=False, identity_checked=identity_checked, facts=facts
+    )
     failpoint("after_runtime_event_insert")
     insert_journal(
         conn, journal_event_id=f"{operation_id}_outcome", operation_id=operation_id,
@@ -263,8 +280,12 @@ def outcome_steps(
 
 def commit_t2(conn: sqlite3.Connection, gate: HealthGate, prepared: PreparedT2) -> CommitResult:
     """§2.4 in-transaction steps (the caller commits); then the transition state is settled."""
-    result = outcome_steps(conn, gate, prepared.data.operation_id, prepared.response, prepared.data.committed_at)
+    facts = gate.facts
+    result = outcome_steps(
+        conn, gate, prepared.data.operation_id, prepared.response, prepared.data.committed_at, facts
+    )
     gate.transitions.settle(conn)
+    facts.settle(conn)
     return result
 
 

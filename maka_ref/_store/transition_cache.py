@@ -15,8 +15,12 @@ lock: nobody can commit meanwhile), all three still hold:
 * ``conn.total_changes`` is unchanged: *this* connection changed no row since the entry was
   settled (raw SQL, generic appends, projection rebuilds, … all move it; rolled-back changes
   still count, so a rollback can only invalidate);
-* the invocation's row count and ``max(event_seq)`` equal what the entry describes: catches a
-  transaction that settled its entry and then rolled back (its rows vanished).
+* the invocation's ``max(event_seq)`` equals what the entry describes: catches a transaction
+  that settled its entry and then rolled back (its rows vanished: they were inserted at
+  ``max(event_seq) + 1`` onwards, so the maximum drops). Any other way to remove or renumber
+  rows is a write, which the first two triggers see. (The row count used to be compared too;
+  it adds nothing to those triggers, and counting costs O(invocation) per write where the
+  maximum is one index probe.)
 
 Otherwise the invocation is re-read from durable rows, exactly as without the cache (decode
 errors are raised as before). An entry is taken out of the cache while in use and put back
@@ -39,7 +43,7 @@ __all__ = ["TransitionCache"]
 #: How many invocations are kept (a runtime writes to few invocations at a time).
 DEFAULT_CAPACITY = 8
 
-_FINGERPRINT_SQL = "SELECT COUNT(*), COALESCE(MAX(event_seq), 0) FROM runtime_events WHERE invocation_id = ?"
+_FINGERPRINT_SQL = "SELECT COALESCE(MAX(event_seq), 0) FROM runtime_events WHERE invocation_id = ?"
 _READ_SQL = f"SELECT {EVENT_COLUMNS} FROM runtime_events WHERE invocation_id = ? ORDER BY event_seq ASC, event_id ASC"
 
 
@@ -83,7 +87,7 @@ class TransitionCache:
             self._data_version = data_version
         entry = self._entries.pop(invocation_id, None)
         if entry is not None and entry.total_changes == conn.total_changes and entry.state.usable:
-            if tuple(conn.execute(_FINGERPRINT_SQL, (invocation_id,)).fetchone()) == (entry.count, entry.max_seq):
+            if conn.execute(_FINGERPRINT_SQL, (invocation_id,)).fetchone()[0] == entry.max_seq:
                 self._pending = entry
                 return entry.state
         rows = conn.execute(_READ_SQL, (invocation_id,)).fetchall()

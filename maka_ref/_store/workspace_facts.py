@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from maka_ref._store.generic import WORKSPACE_AUTHORITY_SESSION_ID
 

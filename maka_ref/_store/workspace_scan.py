@@ -15,7 +15,8 @@ Pure: no database access.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterable
 
 from maka_ref._store.rows import StoredEvent
 from maka_ref._store.workspace_facts import (
