@@ -79,14 +79,16 @@ def test_scan_equals_reference_on_vectors(maka: Any) -> None:
     _every_vector(maka, "scan")
 
 
-def _generated(maka: Any, op: str, strategy: Callable[[], Any], label: str) -> None:
+def _property(strategy: Callable[[], Any], check: Callable[[Any], None], label: str) -> None:
+    """Run ``check`` on ``EXAMPLES`` derandomised examples of ``strategy``; Hypothesis shrinks
+    a failing example before the :class:`ClauseMismatch` of the smallest one propagates."""
     from hypothesis import HealthCheck, given, settings
 
     @settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck), print_blob=False)
     @given(strategy())
-    def prop(ledger: Any) -> None:
-        _compare(maka, op, ledger.events, label)
+    def prop(example: Any) -> None:
+        check(example)
 
     try:
         prop()
@@ -94,6 +96,10 @@ def _generated(maka: Any, op: str, strategy: Callable[[], Any], label: str) -> N
         raise
     except Exception as exc:  # e.g. Hypothesis reporting a flaky implementation
         raise ClauseMismatch(f"{label}: {type(exc).__name__}: {exc}") from None
+
+
+def _generated(maka: Any, op: str, strategy: Callable[[], Any], label: str) -> None:
+    _property(strategy, lambda ledger: _compare(maka, op, ledger.events, label), label)
 
 
 def _healthy() -> Any:
@@ -189,20 +195,7 @@ def _sendable(value: Any) -> bool:
 
 
 def _codec_generated(maka: Any, op: str, strategy: Callable[[], Any], label: str) -> None:
-    from hypothesis import HealthCheck, given, settings
-
-    @settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck), print_blob=False)
-    @given(strategy())
-    def prop(event: Any) -> None:
-        _compare_codec(maka, op, event, label)
-
-    try:
-        prop()
-    except ClauseMismatch:
-        raise
-    except Exception as exc:
-        raise ClauseMismatch(f"{label}: {type(exc).__name__}: {exc}") from None
+    _property(strategy, lambda event: _compare_codec(maka, op, event, label), label)
 
 
 def _healthy_events() -> Any:
