@@ -48,10 +48,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("matrix", help="merge per-platform report.json files into one capability matrix")
     p.add_argument("reports", nargs="+", metavar="REPORT.json")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    _add_selftest_parser(sub)
     p = sub.add_parser("vectors", help="golden vectors for implementers in other languages")
     vsub = p.add_subparsers(dest="vectors_command", required=True, parser_class=_Parser)
     e = vsub.add_parser("export", help="write the golden vectors, their schema and the protocol schemas to DIR")
     e.add_argument("directory", metavar="DIR")
+    from conformance._fuzz._cli import add_parsers as _add_fuzz_parsers  # fuzz, replay (docs/fuzzing.md)
+
+    _add_fuzz_parsers(sub)
     return parser
 
 
@@ -131,6 +135,28 @@ def _cmd_vectors(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _add_selftest_parser(sub: Any) -> None:
+    p = sub.add_parser("selftest", help="run the suite against the mutant corpus and report the mutation score")
+    p.add_argument("--mutants", metavar="A,B", help="only these mutants (comma-separated; default: all)")
+    p.add_argument("--full", action="store_true", help="every mutant against the whole suite (complete kill matrix)")
+    p.add_argument("-n", "--workers", type=_workers, default="2", metavar="N", help="mutants certified at once, each in one process (default 2; auto = CPU count)")
+    p.add_argument("--report-dir", default="maka-conformance-selftest", metavar="DIR", help="where the reports go (default: %(default)s)")
+    p.add_argument("--no-baseline", action="store_true", help="skip the baseline run against the unmutated reference")
+    p.add_argument("--list", action="store_true", help="list the mutant corpus and exit")
+
+
+def _cmd_selftest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from conformance._selftest._cli import run_selftest_command
+
+    return run_selftest_command(args, out, err)
+
+
+def _fuzz_commands() -> dict[str, Any]:
+    from conformance._fuzz._cli import cmd_fuzz, cmd_replay
+
+    return {"fuzz": cmd_fuzz, "replay": cmd_replay}
+
+
 def run(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Run the CLI and return its exit code (what the tests call)."""
     out = stdout if stdout is not None else sys.stdout
@@ -140,7 +166,7 @@ def run(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stde
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     handler: Any = {"certify": _cmd_certify, "clauses": _cmd_clauses, "matrix": _cmd_matrix,
-                    "vectors": _cmd_vectors}[args.command]
+                    "vectors": _cmd_vectors, "selftest": _cmd_selftest, **_fuzz_commands()}[args.command]
     return int(handler(args, out, err))
 
 

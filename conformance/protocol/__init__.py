@@ -6,7 +6,8 @@ schemas are its machine-readable form). This module only loads and applies them;
 ``jsonschema`` lazily so that importing the constants stays cheap.
 
 * :data:`PROTOCOL_VERSION`, :data:`CAPABILITIES` (capability → operations),
-  :data:`OPERATIONS` (operation → capability);
+  :data:`OPERATIONS` (operation → capability), :data:`CAPABILITY_FREE_OPERATIONS` (``hello``
+  and the optional ``batch`` of §4.5, which belong to no capability);
 * :func:`load_schema` (a file of this package, parsed);
 * :func:`validate_request`, :func:`validate_response`, :func:`validate_announcement`: a list
   of readable errors (``"$.result.decisions[0].status: … "``), empty when valid.
@@ -23,6 +24,7 @@ from typing import Any, Mapping
 
 __all__ = [
     "CAPABILITIES",
+    "CAPABILITY_FREE_OPERATIONS",
     "OPERATIONS",
     "PROTOCOL_VERSION",
     "SCHEMA_BASE",
@@ -59,13 +61,18 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
 #: Operation → its capability (``hello`` belongs to none).
 OPERATIONS: dict[str, str] = {op: capability for capability, ops in CAPABILITIES.items() for op in ops}
 
+#: Operations outside every capability: the handshake and the optional ``batch`` (protocol §4.5).
+#: Kept out of :data:`OPERATIONS` so that its values stay exactly the claimable capabilities.
+CAPABILITY_FREE_OPERATIONS: tuple[str, ...] = ("hello", "batch")
+
 #: Base URI of the schemas' ``$id`` (never fetched: every reference resolves to a packaged file).
 SCHEMA_BASE = "https://maka-conformance.invalid/protocol/"
 _VECTOR_SCHEMA_URI = "https://maka-conformance.invalid/vectors/vector.schema.json"
 
 #: Operation family → the file holding its ``<op>.params`` / ``<op>.result`` definitions.
 _OPS_FILES = {"ledger": "ops.ledger.schema.json", "store": "ops.store.schema.json",
-              "runtime": "ops.runtime.schema.json", "faults": "ops.faults.schema.json"}
+              "runtime": "ops.runtime.schema.json", "faults": "ops.faults.schema.json",
+              "batch": "ops.batch.schema.json"}
 
 
 def load_schema(name: str) -> dict[str, Any]:
@@ -79,7 +86,7 @@ def ops_schema_file(op: str) -> str:
     """The file that defines ``<op>.params`` and ``<op>.result``."""
     if op == "hello":
         raise ValueError("hello has its own files: hello.params.schema.json, hello.result.schema.json")
-    if op not in OPERATIONS:
+    if op not in OPERATIONS and op not in CAPABILITY_FREE_OPERATIONS:
         raise KeyError(f"unknown operation {op!r}")
     return _OPS_FILES[op.split(".", 1)[0]]
 
@@ -141,7 +148,7 @@ def validate_request(message: Any) -> list[str]:
     if errors:
         return errors
     op = message["op"]
-    if op != "hello" and op not in OPERATIONS:
+    if op not in CAPABILITY_FREE_OPERATIONS and op not in OPERATIONS:
         return [f"$.op: unknown operation {op!r}"]
     return _errors(_op_ref(op, "params"), message["params"], ("params",))
 
@@ -157,7 +164,7 @@ def validate_response(op: str, message: Mapping[str, Any]) -> list[str]:
         return errors
     if message["ok"] is not True:
         return []
-    if op != "hello" and op not in OPERATIONS:
+    if op not in CAPABILITY_FREE_OPERATIONS and op not in OPERATIONS:
         return [f"$.result: no result schema: unknown operation {op!r}"]
     return _errors(_op_ref(op, "result"), message["result"], ("result",))
 

@@ -1,0 +1,26 @@
+"""Differential fuzzing of an implementation against the reference (issue 7, ``docs/fuzzing.md``).
+
+Why: the clauses check what we thought of; a search checks what we did not. Hypothesis
+generates ledgers (valid, corrupted, crash-truncated) and write schedules (a stateful program
+of store writes), sends each to the implementation over the wire protocol (batched with the
+optional ``batch`` operation, one long-lived process) and to ``maka_ref`` in this process, and
+compares resolution, plan and store projections. Every disagreement is shrunk to a minimal
+ledger or schedule and written as a *failure bundle* that ``maka-conformance replay`` re-runs
+and can turn into a golden vector.
+
+Private modules (the CLI and the tests use these names; nothing here is a stable API):
+
+* :mod:`._runner`    the run: seed, example database, time budget, reports (:func:`run_fuzz`);
+* :mod:`._search`    one Hypothesis search, the budget, :class:`Disagreement`;
+* :mod:`._ledgers`   ledger strategies and the resolve/plan comparison;
+* :mod:`._schedules`, :mod:`._schedule_events` the write-schedule state machine;
+* :mod:`._targets`   the reference in process and the implementation over the protocol;
+* :mod:`._bundles`   failure bundles, replay, ``--as-vector``;
+* :mod:`._values`    wire semantics and what is compared.
+"""
+
+from conformance._fuzz._bundles import bundle_as_vector, load_bundle, replay_bundle
+from conformance._fuzz._runner import DB_ENV, FuzzConfig, FuzzResult, database_path, run_fuzz
+
+__all__ = ["DB_ENV", "FuzzConfig", "FuzzResult", "bundle_as_vector", "database_path", "load_bundle",
+           "replay_bundle", "run_fuzz"]

@@ -1,0 +1,212 @@
+"""Differential fuzzing (issue 7, docs/fuzzing.md): ``maka-conformance fuzz`` and ``replay``.
+
+What is proven here: the reference fuzzed against itself finds nothing, raises nothing and
+writes nothing outside its per-example workspaces; a planted disagreement (a mutant of the
+corpus, ``python -m maka_ref.adapter --mutant NAME``) is found and shrunk to a ledger of at
+most ten events, written as a bundle that replays (disagree against the mutant, agree against
+the reference) and converts to a schema-valid golden vector that the reference passes; the
+time budget is respected and still writes what was found; the optional ``batch`` operation
+works, and an implementation without it is driven one request at a time.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conformance._cli.main import run
+from conformance._fuzz import FuzzConfig, bundle_as_vector, load_bundle, run_fuzz
+
+PY = shlex.quote(sys.executable)
+REFERENCE = f"{PY} -m maka_ref.adapter"
+LEDGER_MUTANT = f"{PY} -m maka_ref.adapter --mutant resolver-legacy-call-only-not-dispatched"
+STORE_MUTANT = f"{PY} -m maka_ref.adapter --mutant store-generic-append-accepts-dispatch"
+
+#: An implementation without ``batch``: the reference adapter with the operation removed.
+NO_BATCH = '''
+import maka_ref.adapter._dispatch as d
+original = d.Dispatcher.__init__
+def init(self, *args, **kwargs):
+    original(self, *args, **kwargs)
+    del self.table["batch"]
+d.Dispatcher.__init__ = init
+from maka_ref.adapter._server import main
+main()
+'''
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+def test_the_reference_against_itself_finds_nothing_raises_nothing_writes_nothing_outside(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    (cwd / "keep.txt").write_text("unchanged", encoding="utf-8")
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("MAKA_FUZZ_DB", str(tmp_path / "db"))
+    before = _files(tmp_path)
+    out = io.StringIO()
+    code = run(["fuzz", "--examples", "40", "--schedules", "6", "--seed", "20240601",
+                "--report-dir", str(tmp_path / "report")], stdout=out, stderr=out)
+    assert code == 0, out.getvalue()
+    assert "seed 20240601" in out.getvalue()
+    summary = json.loads((tmp_path / "report" / "fuzz.json").read_text(encoding="utf-8"))
+    assert summary["seed"] == 20240601 and summary["bundles"] == [] and summary["strayFiles"] == []
+    assert summary["batching"] is True and summary["restarts"] == 0
+    assert summary["properties"]["ledger"]["examples"] >= 40 and summary["properties"]["schedule"]["examples"] >= 6
+    assert summary["database"] == str(tmp_path / "db") and (tmp_path / "db").is_dir()
+    # Nothing outside the report dir (which holds no workspace any more), the database and
+    # Hypothesis's caches next to it.
+    after = {f for f in _files(tmp_path) if not f.startswith(("report/", "db/", ".hypothesis-home/"))}
+    assert after == before
+    assert {f for f in _files(tmp_path / "report") if not f.startswith(".hypothesis/")} == {"fuzz.json"}
+    assert (cwd / "keep.txt").read_text(encoding="utf-8") == "unchanged"
+
+
+def _ledger_bundle(report: Path) -> Path:
+    result = run_fuzz(FuzzConfig(impl=LEDGER_MUTANT, examples=300, seed=7, report_dir=str(report),
+                                 properties=("ledger",), time_budget=120), io.StringIO())
+    assert result.harness_error is None and result.exit_code == 1
+    assert len(result.bundles) == 1
+    return Path(result.bundles[0])
+
+
+def test_a_planted_disagreement_is_shrunk_replayed_and_becomes_a_vector(tmp_path: Path) -> None:
+    """One search (it is the slow part), then everything a bundle must do."""
+    ledger_bundle = _ledger_bundle(tmp_path)
+    _found_and_shrunk_to_at_most_ten_events(ledger_bundle)
+    _replays_disagree_against_the_mutant_and_agree_against_the_reference(ledger_bundle)
+    _as_vector_prints_a_schema_valid_golden_vector_that_the_reference_passes(ledger_bundle)
+
+
+def _found_and_shrunk_to_at_most_ten_events(ledger_bundle: Path) -> None:
+    bundle = load_bundle(str(ledger_bundle))
+    assert bundle["property"] == "ledger" and bundle["op"] == "ledger.resolve" and bundle["seed"] == 7
+    assert 1 <= len(bundle["input"]["events"]) <= 10
+    assert bundle["diff"]["path"].startswith("$.result.decisions[") and bundle["diff"]["path"].endswith(".status")
+    assert bundle["diff"] == {"path": bundle["diff"]["path"], "expected": "indeterminate",
+                              "actual": "definitely_not_dispatched"}
+    assert bundle["expected"]["ok"] and bundle["actual"]["ok"]
+    assert bundle["implementation"]["command"] == shlex.split(LEDGER_MUTANT)
+    assert bundle["implementation"]["handshake"]["implementation"]["name"] == "maka-ref"
+    assert not bundle["referenceFailed"]
+
+
+def _replays_disagree_against_the_mutant_and_agree_against_the_reference(ledger_bundle: Path) -> None:
+    out = io.StringIO()
+    started = time.monotonic()
+    assert run(["replay", str(ledger_bundle)], stdout=out, stderr=out) == 1, out.getvalue()  # recorded command
+    assert "DISAGREE" in out.getvalue() and "decisions[" in out.getvalue()
+    assert run(["replay", str(ledger_bundle), "--impl", LEDGER_MUTANT], stdout=io.StringIO()) == 1
+    out = io.StringIO()
+    assert run(["replay", str(ledger_bundle), "--impl", REFERENCE], stdout=out, stderr=out) == 0, out.getvalue()
+    assert "agree" in out.getvalue()
+    assert time.monotonic() - started < 30  # seconds, not a search
+    assert run(["replay", str(ledger_bundle.parent / "missing.json")], stdout=io.StringIO(), stderr=io.StringIO()) == 2
+    assert run(["replay", str(ledger_bundle), "--impl", "/nonexistent/adapter"], stdout=io.StringIO(),
+               stderr=io.StringIO()) == 2
+
+
+def _as_vector_prints_a_schema_valid_golden_vector_that_the_reference_passes(ledger_bundle: Path) -> None:
+    from jsonschema import Draft202012Validator
+
+    from conformance.vectors import Vector, check_vector, iter_vectors, parse_json_text
+    from maka_ref.adapter import run_vector_operation
+
+    out = io.StringIO()
+    assert run(["replay", str(ledger_bundle), "--as-vector"], stdout=out) == 0
+    vector = json.loads(out.getvalue())
+    schema = json.loads((Path(__file__).resolve().parents[1] / "conformance" / "vectors" / "vector.schema.json")
+                        .read_text(encoding="utf-8"))
+    validator = Draft202012Validator({"$ref": "#/$defs/vector", "$defs": schema["$defs"]})
+    assert list(validator.iter_errors(vector)) == []
+    assert vector["id"].startswith("resolver/fuzz-") and vector["operation"] == "resolve"
+    assert vector["id"] not in {v.id for v in iter_vectors()}
+    text = json.dumps(vector)  # read back as a vector file is read: double semantics
+    data = parse_json_text(text)
+    regression = Vector(group="resolver", id=data["id"], spec=data["spec"], description=data["description"],
+                        operation=data["operation"], input=data["input"], expect=data["expect"])
+    assert check_vector(regression, run_vector_operation) == []  # the reference passes its regression case
+
+
+def test_a_schedule_disagreement_is_shrunk_and_replays(tmp_path: Path) -> None:
+    result = run_fuzz(FuzzConfig(impl=STORE_MUTANT, schedule_examples=30, seed=3, report_dir=str(tmp_path), steps=8,
+                                 properties=("schedule",), time_budget=90), io.StringIO())
+    assert result.exit_code == 1 and len(result.bundles) == 1
+    bundle = load_bundle(result.bundles[0])
+    assert bundle["property"] == "schedule" and bundle["op"] == "store.append"
+    assert len(bundle["input"]["steps"]) <= 10
+    assert bundle["expected"] == {"ok": False, "code": "reserved_tool_boundary_fact"}
+    assert run(["replay", result.bundles[0]], stdout=io.StringIO()) == 1
+    assert run(["replay", result.bundles[0], "--impl", REFERENCE], stdout=io.StringIO()) == 0
+    with pytest.raises(ValueError):
+        bundle_as_vector(bundle)  # store behaviour has no vector operation
+    assert run(["replay", result.bundles[0], "--as-vector"], stdout=io.StringIO(), stderr=io.StringIO()) == 2
+
+
+def test_the_time_budget_is_respected_and_what_was_found_is_written(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MAKA_FUZZ_DB", str(tmp_path / "cache" / "db"))
+    # Warm Hypothesis's caches first (a cold cache costs seconds before the first example).
+    run_fuzz(FuzzConfig(examples=1, properties=("ledger",), seed=1, report_dir=str(tmp_path / "warm")), io.StringIO())
+    started = time.monotonic()
+    result = run_fuzz(FuzzConfig(impl=LEDGER_MUTANT, examples=1_000_000, schedule_examples=1_000_000, seed=11,
+                                 report_dir=str(tmp_path / "r"), time_budget=12), io.StringIO())
+    elapsed = time.monotonic() - started
+    assert elapsed < 12 + 6, elapsed  # process start-up and the last example's round trip
+    assert result.harness_error is None
+    props = result.summary["properties"]
+    assert props["schedule"]["stopped"] == "time budget"
+    assert props["ledger"]["bundle"] is not None and result.bundles  # found within the budget, written
+    assert Path(props["ledger"]["bundle"]).is_file()
+
+
+def test_the_batch_operation_answers_each_request_as_if_sent_alone(tmp_path: Path) -> None:
+    from conformance.protocol import validate_request, validate_response
+    from crashlab import ProtocolClient
+
+    requests = [{"op": "ledger.resolve", "params": {"events": []}}, {"op": "ledger.nope"},
+                {"op": "batch", "params": {"requests": []}}, {"op": "hello", "params": {"protocol": 1}},
+                {"op": "store.open", "params": {"workspace": str(tmp_path)}},
+                {"op": "store.close", "params": {"workspace": str(tmp_path)}}]
+    assert validate_request({"id": 1, "op": "batch", "params": {"requests": requests}}) == []
+    with ProtocolClient.start(REFERENCE, cwd=str(tmp_path), validator=validate_response) as client:
+        reply = client.call("batch", {"requests": requests})
+        alone = client.call("ledger.resolve", {"events": []})
+        refused = client.call("batch", {"requests": "no"})
+    assert reply.ok
+    responses = reply.result["responses"]
+    assert responses[0] == {"ok": True, "result": alone.result}
+    assert [r.get("error", {}).get("code") for r in responses[1:4]] == ["unknown_op", "invalid_params", "invalid_params"]
+    assert responses[4]["ok"] and responses[5] == {"ok": True, "result": {}}
+    assert not refused.ok and refused.code == "invalid_params"
+
+
+def test_an_implementation_without_batch_is_driven_one_request_at_a_time(tmp_path: Path) -> None:
+    script = tmp_path / "no_batch_adapter.py"
+    script.write_text(NO_BATCH, encoding="utf-8")
+    result = run_fuzz(FuzzConfig(impl=f"{PY} {shlex.quote(str(script))}", examples=15, schedule_examples=3, seed=5,
+                                 report_dir=str(tmp_path / "r")), io.StringIO())
+    assert result.exit_code == 0, result.summary
+    assert result.summary["batching"] is False and result.bundles == []
+
+
+def test_no_batch_flag_and_the_default_database_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MAKA_FUZZ_DB", raising=False)
+    out = io.StringIO()
+    code = run(["fuzz", "--examples", "5", "--schedules", "1", "--seed", "3", "--no-batch", "--only", "ledger",
+                "--report-dir", str(tmp_path)], stdout=out, stderr=out)
+    assert code == 0, out.getvalue()
+    summary = json.loads((tmp_path / "fuzz.json").read_text(encoding="utf-8"))
+    assert summary["batching"] is False and list(summary["properties"]) == ["ledger"]
+    assert summary["database"] == os.path.join(str(tmp_path), ".hypothesis", "maka-fuzz")
+    assert (tmp_path / ".hypothesis" / "maka-fuzz").is_dir()
