@@ -2,7 +2,8 @@
 
 Why a module here rather than in ``conformance/_cli/main.py``: the main CLI file is shared by
 several subcommands; keeping ours in one place leaves it two lines to call.
-Exit codes: ``fuzz`` 0 nothing found, 1 a disagreement (or a stray file), 2 a harness error;
+Exit codes: ``fuzz`` 0 nothing found, 1 a disagreement (or a stray file; with ``--self``: a
+finding), 2 a harness error;
 ``replay`` 0 agree, 1 disagree, 2 error.
 """
 
@@ -28,6 +29,11 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--only", choices=("ledger", "schedule"), help="run one search only")
     p.add_argument("--no-batch", action="store_true", help="send requests one at a time (never the batch operation)")
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="deadline of each protocol request (default 30)")
+    p.add_argument("--self", dest="self_fuzz", action="store_true",
+                   help="fuzz the reference itself (arbitrary bytes and JSON into every entry point; "
+                        "--examples is per target; --impl, --schedules, --only, --no-batch do not apply)")
+    p.add_argument("--only-target", action="append", choices=("codec", "ledger", "store", "adapter"), metavar="TARGET",
+                   help="with --self: run only this target (repeatable: codec, ledger, store, adapter)")
     p = sub.add_parser("replay", help="re-run a fuzz failure bundle (exit 0 agree, 1 disagree, 2 error)")
     p.add_argument("bundle", metavar="BUNDLE")
     p.add_argument("--impl", metavar="CMD", help="command line of the implementation (default: the one recorded in the bundle)")
@@ -38,6 +44,22 @@ def add_parsers(sub: Any) -> None:
 def cmd_fuzz(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from conformance._fuzz import FuzzConfig, run_fuzz
 
+    if getattr(args, "self_fuzz", False):
+        from conformance._fuzz._selffuzz import SELF_TARGETS, SelfFuzzConfig, run_self_fuzz
+
+        if args.impl or args.only or args.no_batch or args.schedules is not None:
+            print("maka-conformance: error: --self fuzzes the reference in process: "
+                  "--impl, --only, --schedules and --no-batch do not apply", file=err)
+            return 2
+        self_config = SelfFuzzConfig(examples=args.examples, seed=args.seed, time_budget=args.time_budget,
+                                     report_dir=args.report_dir, targets=tuple(args.only_target or SELF_TARGETS))
+        self_result = run_self_fuzz(self_config, out)
+        if self_result.harness_error is not None:
+            print(f"maka-conformance: error: {self_result.harness_error}", file=err)
+        return self_result.exit_code
+    if args.only_target:
+        print("maka-conformance: error: --only-target needs --self", file=err)
+        return 2
     config = FuzzConfig(impl=args.impl, examples=args.examples, schedule_examples=args.schedules, seed=args.seed,
                         time_budget=args.time_budget, report_dir=args.report_dir, batch=not args.no_batch,
                         timeout=args.timeout, properties=(args.only,) if args.only else ("ledger", "schedule"))

@@ -36,6 +36,8 @@ Why each rule:
     which is why ``inspect`` never opens the workspace's files with SQLite at all. A hot
     rollback ``-journal`` cannot be rolled back by a read-only handle, so SQLite refuses
     to read rather than show a half-written transaction.
+  - **an empty (0- or 1-byte) main file with a ``-wal`` is refused** (:func:`_refuse_empty_main_with_wal`):
+    SQLite would delete that ``-wal`` even through a read-only handle.
 * **Rollback keeps the original error**: a failing ROLLBACK is swallowed so it cannot mask
   the cause (including ``KeyboardInterrupt`` / failpoint exceptions).
 
@@ -135,6 +137,21 @@ def read_only_uri(db_path: str | Path) -> str:
     return base + "?mode=ro&immutable=1"
 
 
+def _refuse_empty_main_with_wal(path: Path) -> None:
+    """An empty main file next to a ``-wal``: SQLite deletes the ``-wal`` on open (it treats
+    the WAL of a zero-page database as stale), even through a ``mode=ro`` handle, so a
+    read-only open would destroy the committed frames it was asked to read. Refused as a
+    damaged database instead (raised as ``sqlite3.DatabaseError``, which the read paths map to
+    ``database_corrupt``). Found by ``maka-conformance fuzz --self`` (target ``store``)."""
+    try:
+        empty = path.stat().st_size <= 1  # SQLite's unix VFS reports a 1-byte file as 0 bytes
+    except OSError:
+        return  # missing or unreadable: SQLite reports it as usual
+    if empty and os.path.lexists(f"{path}-wal"):
+        raise sqlite3.DatabaseError(f"{path.name} is empty but {path.name}-wal exists (refusing to open: "
+                                    "SQLite would delete the WAL)")
+
+
 def connect(db_path: str | Path, *, read_only: bool) -> sqlite3.Connection:
     """Open ``db_path`` configured as a writer (§1.1 steps 1–4) or as a read-only reader.
 
@@ -145,6 +162,7 @@ def connect(db_path: str | Path, *, read_only: bool) -> sqlite3.Connection:
     """
     path = Path(db_path)
     if read_only:
+        _refuse_empty_main_with_wal(path)
         uri = read_only_uri(path)
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=5.0)
         try:

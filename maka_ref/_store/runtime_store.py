@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator
 from maka_ref._codec.frozen import FrozenDict
 from maka_ref._plan.prefix import ImmutableRuntimePrefix
 from maka_ref._store import continuation_claims, conversation_copy, generic, projections, reads, tool_writers
-from maka_ref._store.connection import connect, read_transaction, write_transaction
+from maka_ref._store.connection import connect, is_busy_error, read_transaction, write_transaction
 from maka_ref._store.errors import StoreError
 from maka_ref._store.health import HealthGate
 from maka_ref._store.partials import check_partial_batch
@@ -51,6 +51,20 @@ __all__ = [
 ]
 
 DB_FILE_NAME = "runtime.sqlite"
+
+
+@contextmanager
+def _corrupt_as_store_error(active: bool = True) -> Iterator[None]:
+    """The read path's promise (docs/inspect.md codes): a damaged file is ``StoreError``
+    ``database_corrupt``, never a bare ``sqlite3.DatabaseError`` ("file is not a database",
+    "database disk image is malformed"). Busy errors pass through unchanged (callers retry
+    them). Found by ``maka-conformance fuzz --self`` (target ``store``)."""
+    try:
+        yield
+    except sqlite3.DatabaseError as error:
+        if not active or is_busy_error(error):
+            raise
+        raise StoreError(f"runtime.sqlite is not a readable SQLite database: {error}", code="database_corrupt") from None
 
 
 class RuntimeStore:
@@ -94,13 +108,14 @@ class RuntimeStore:
         db_path = Path(root) / DB_FILE_NAME
         if not db_path.is_file():
             raise StoreError(f"SQLite runtime database {db_path} does not exist", code="store_missing")
-        conn = connect(db_path, read_only=True)
-        try:
-            check_read_only_version(conn)
-            check_capabilities(conn)
-        except BaseException:
-            conn.close()
-            raise
+        with _corrupt_as_store_error():
+            conn = connect(db_path, read_only=True)
+            try:
+                check_read_only_version(conn)
+                check_capabilities(conn)
+            except BaseException:
+                conn.close()
+                raise
         return cls(conn, db_path, read_only=True)
 
     # -- plumbing shared with the other stores on the same file ------------------------------
@@ -141,11 +156,11 @@ class RuntimeStore:
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A consistent multi-statement read (plain ``BEGIN``)."""
-        with self._lock, read_transaction(self._conn) as conn:
+        with _corrupt_as_store_error(self._read_only), self._lock, read_transaction(self._conn) as conn:
             yield conn
 
     def schema_version(self) -> int:
-        with self._lock:
+        with _corrupt_as_store_error(self._read_only), self._lock:
             return read_user_version(self._conn)
 
     def close(self) -> None:

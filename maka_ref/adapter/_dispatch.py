@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 from maka_ref import MakaRefError, __version__
 from maka_ref.adapter import _faults, _runtime_ops
 from maka_ref.adapter._errors import OpError, invalid_params
+from maka_ref.adapter._params import usable_path
 from maka_ref.adapter._ledger_ops import REQUIRED_KEYS, VECTOR_RUNNERS
 from maka_ref.adapter._store_ops import StoreSession
 
@@ -89,7 +90,7 @@ class Dispatcher:
 
         def handle(params: Params) -> Any:
             workspace = params.get("workspace")
-            if isinstance(workspace, str):
+            if isinstance(workspace, str) and usable_path(workspace):  # else the handler refuses it
                 self.stores.release(workspace)
             return handler(params)
 

@@ -128,6 +128,8 @@ def run_failpoint_catalog(input_: Mapping[str, Any]) -> Any:
 
 
 def _prefix(events: Any, high_water: Any = None) -> Any:
+    if not isinstance(events, list):  # found by ``fuzz --self``: was internal_error (TypeError)
+        raise ValueError("params.events must be an array")  # -> invalid_params (the handler)
     return build_immutable_prefix([(index + 1, event) for index, event in enumerate(events)], high_water=high_water)
 
 
@@ -145,7 +147,10 @@ def run_segment_replay(input_: Mapping[str, Any]) -> Any:
 
 
 def run_composite_replay(input_: Mapping[str, Any]) -> Any:
-    result = build_composite_replay_plan([_prefix(s["events"]) for s in input_["segments"]],
+    segments = input_["segments"]
+    if not isinstance(segments, list) or not all(isinstance(s, Mapping) for s in segments):
+        raise ValueError("params.segments must be an array of objects")  # -> invalid_params
+    result = build_composite_replay_plan([_prefix(s["events"]) for s in segments],
                                          provider_projection_version=input_.get("providerProjectionVersion", 1))
     if result.blocked:
         out: dict[str, Any] = {"blocked": True, "blockReason": result.reason}

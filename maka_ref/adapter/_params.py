@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from maka_ref.adapter._errors import invalid_params
 
-__all__ = ["opt_bool", "opt_int", "opt_str", "req", "req_int", "req_object", "req_str", "workspace"]
+__all__ = ["opt_bool", "opt_int", "opt_str", "req", "req_int", "req_object", "req_str", "usable_path", "workspace"]
 
 _MISSING = object()
 
@@ -66,6 +66,21 @@ def workspace(params: Mapping[str, Any]) -> str:
     import os
 
     value = req_str(params, "workspace")
+    if not usable_path(value):  # found by ``fuzz --self``: was internal_error (ValueError from os.*)
+        raise invalid_params("params.workspace must be a file-system path (no NUL, encodable)")
     if not os.path.isabs(value):
         raise invalid_params("params.workspace must be an absolute path")
     return value
+
+
+def usable_path(value: str) -> bool:
+    """A string the OS can take as a path: no NUL byte, encodable with the file-system encoding."""
+    import os
+
+    if "\x00" in value:
+        return False
+    try:
+        os.fsencode(value)
+    except UnicodeError:
+        return False
+    return True
