@@ -29,6 +29,12 @@ Overheads (per round, medians reported), with ``D`` = T1+T2 time for the ``--cal
 
 Both are given against D fresh (headline) and D warm. Method and results: ``docs/performance.md``
 ("Live loop overhead (issue 4)"). ``--profile`` prints a cProfile of the loop turns instead.
+
+``--compare TREE`` measures *before/after in one run*: ``TREE`` is another checkout of the
+project (e.g. the code before a change); the benchmark alternates blocks of ``--rounds`` rounds
+in a subprocess of ``TREE`` and of this checkout (``--blocks`` each, order flipped every block,
+each subprocess importing its own ``maka_ref``), pools the per-round values of each side and
+reports both side by side, so both see the same disk and load conditions.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ import pstats
 import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -225,6 +232,55 @@ def profile(root: Path, calls: int, turns: int, top: int) -> None:
     stats.sort_stats("tottime").print_stats(top)
 
 
+def compare(baseline: Path, calls: int, rounds: int, warmup: int, blocks: int, parent: str | None) -> dict[str, Any]:
+    """Alternate ``blocks`` subprocess runs of ``baseline`` ("before") and this checkout ("after")."""
+    here = Path(__file__).resolve().parent.parent
+    pooled: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
+    for block in range(blocks):
+        sides = [("before", baseline.resolve()), ("after", here)]
+        for label, tree in sides if block % 2 == 0 else reversed(sides):
+            print(f"block {block + 1}/{blocks}: {label} ({tree})", file=sys.stderr, flush=True)
+            fd, out = tempfile.mkstemp(suffix=".json")
+            os.close(fd)
+            try:
+                cmd = [sys.executable, "-m", "benchmarks.loop", "--calls", str(calls), "--rounds", str(rounds),
+                       "--warmup", str(warmup), "--json", out] + (["--dir", parent] if parent else [])
+                env = {**os.environ, "PYTHONPATH": str(tree)}
+                subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                with open(out, encoding="utf-8") as fh:
+                    pooled[label].extend(json.load(fh)["loop"]["perRound"])
+            finally:
+                os.unlink(out)
+    return {label: _summary(calls, len(rows), rows) for label, rows in pooled.items()}
+
+
+def print_compare(env: dict[str, Any], results: dict[str, Any], baseline: str) -> None:
+    before, after = results["before"], results["after"]
+    n = after["calls"]
+    print(f"Python {env['python']}, SQLite {env['sqlite']}, {env['platform']}, {env['cpus']} CPUs; "
+          f"{after['rounds']} rounds per side, alternating blocks; before = {baseline}")
+    print()
+    print(f"| {n} Write calls, medians | before | after |")
+    print("|---|---:|---:|")
+
+    def row(label: str, key: Any, fmt: str) -> None:
+        print(f"| {label} | {fmt.format(key(before))} | {fmt.format(key(after))} |")
+
+    row("full turn, ms", lambda r: r["medianSeconds"]["loop"] * 1e3, "{:.2f}")
+    row("turns per second", lambda r: r["turnsPerSecond"], "{:.1f}")
+    row("empty turn, ms", lambda r: r["medianSeconds"]["empty"] * 1e3, "{:.2f}")
+    row("loop ms per call (turn − empty) / calls", lambda r: r["loopMsPerCall"], "{:.3f}")
+    row("T1+T2 ms per call, fresh store (D)", lambda r: r["durableMsPerCall"]["fresh"], "{:.3f}")
+    row("T1+T2 ms per call, warm store", lambda r: r["durableMsPerCall"]["warm"], "{:.3f}")
+    row("T1+T2 ms per call as the loop pays them", lambda r: r["durableMsPerCall"]["inLoop"], "{:.3f}")
+    row("tool effects ms per call", lambda r: r["toolEffectsMsPerCall"], "{:.3f}")
+    row("gross (turn − D) / D", lambda r: r["overheadVsFresh"]["gross"], "{:.1%}")
+    row("per call (turn − empty − D) / D", lambda r: r["overheadVsFresh"]["perCall"], "{:.1%}")
+    row("**per call without tool effects** (turn − empty − D − impl) / D",
+        lambda r: r["overheadVsFresh"]["perCallWithoutToolEffects"], "{:.1%}")
+    row("per call without tool effects, vs D warm", lambda r: r["overheadVsWarm"]["perCallWithoutToolEffects"], "{:.1%}")
+
+
 def print_report(env: dict[str, Any], res: dict[str, Any]) -> None:
     med = res["medianSeconds"]
     n = res["calls"]
@@ -266,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=int, default=0, metavar="TURNS", help="cProfile TURNS loop turns instead")
     parser.add_argument("--top", type=int, default=35, help="rows of the profile")
     parser.add_argument("--json", dest="json_path", default=None, help="also write the results here")
+    parser.add_argument("--compare", default=None, metavar="TREE",
+                        help="before/after: alternate with another checkout TREE (see above)")
+    parser.add_argument("--blocks", type=int, default=4, help="with --compare: blocks per side")
     args = parser.parse_args(argv)
 
     root = Path(tempfile.mkdtemp(prefix="maka-loop-bench-", dir=args.dir))
@@ -277,6 +336,16 @@ def main(argv: list[str] | None = None) -> int:
         "dir": str(root),
         "filesystem": _filesystem(root),
     }
+    if args.compare:
+        shutil.rmtree(root, ignore_errors=True)
+        results = compare(Path(args.compare), args.calls, args.rounds, args.warmup, args.blocks, args.dir)
+        env["dir"] = args.dir or tempfile.gettempdir()
+        print_compare(env, results, args.compare)
+        if args.json_path:
+            with open(args.json_path, "w", encoding="utf-8") as fh:
+                json.dump({"env": env, "compare": results, "baseline": args.compare}, fh, indent=2)
+                fh.write("\n")
+        return 0
     try:
         if args.profile:
             profile(root, args.calls, args.profile, args.top)

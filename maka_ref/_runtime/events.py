@@ -27,12 +27,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from maka_ref._codec.frozen import FrozenDict, freeze
 from maka_ref._runtime.ids import RunIds
 from maka_ref._runtime.provider import T1_PROTOCOL
 
 __all__ = [
     "call_event",
     "dispatch_event",
+    "frozen_event",
     "model_text_event",
     "response_event",
     "terminal_event",
@@ -126,3 +128,25 @@ def terminal_event(
         state["failureClass"] = failure
     event["actions"] = {"endInvocation": True, "stateDelta": state}
     return event
+
+
+def _wrap(items: dict[str, Any]) -> FrozenDict:
+    result = dict.__new__(FrozenDict)
+    dict.__init__(result, items)  # values already frozen: no second deep copy
+    return result
+
+
+def frozen_event(event: dict[str, Any]) -> FrozenDict:
+    """``FrozenDict(event)`` for an event built here, without its per-value ``freeze`` calls on
+    strings and numbers (the same result: top-level and nested plain dicts become FrozenDicts,
+    any other container goes through :func:`~maka_ref._codec.frozen.freeze`). Hot in the loop:
+    three events per tool call (issue 4)."""
+    out: dict[str, Any] = {}
+    for key, value in event.items():
+        kind = type(value)
+        if kind is dict:
+            value = _wrap({k: (v if type(v) is str else freeze(v)) for k, v in value.items()})
+        elif kind is not str and kind is not int and kind is not bool:
+            value = freeze(value)
+        out[key] = value
+    return _wrap(out)

@@ -39,6 +39,7 @@ from maka_ref._codec.frozen import freeze
 from maka_ref._codec.jsontext import check_strict_json, parse_json
 from maka_ref._errors import InvalidJSONTextError, NotStrictJSONError
 from maka_ref._events.predicates import has_model_visible_content
+from maka_ref._runtime._schemacheck import Predicate, compile_schema
 from maka_ref._runtime.errors import ScriptError, ScriptExhaustedError
 
 __all__ = [
@@ -119,6 +120,20 @@ def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(script_schema())
 
 
+@lru_cache(maxsize=1)
+def _fast_check() -> Predicate | None:
+    """The compiled exact check of the script schema (:mod:`maka_ref._runtime._schemacheck`)."""
+    return compile_schema(script_schema())
+
+
+def _schema_error(value: Any) -> "jsonschema.ValidationError | None":
+    """``jsonschema``'s best error for ``value``, skipped when the compiled check says valid."""
+    check = _fast_check()
+    if check is not None and check(value):
+        return None
+    return jsonschema.exceptions.best_match(_validator().iter_errors(value))
+
+
 def _read_script_text(path: str | os.PathLike[str]) -> str:
     try:
         with open(path, "rb") as handle:
@@ -149,7 +164,7 @@ def load_script(source: "Script | Mapping[str, Any] | str | os.PathLike[str]") -
             value = parse_json(text)
         except InvalidJSONTextError as exc:
             raise ScriptError(f"Script is not JSON: {exc.message}", detail=exc.detail) from None
-    error = jsonschema.exceptions.best_match(_validator().iter_errors(value))
+    error = _schema_error(value)
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path) or "(root)"
         raise ScriptError(f"Script does not match script.schema.json at {where}: {error.message}", detail=where)
@@ -190,7 +205,7 @@ def count_model_steps(history: Sequence[Any]) -> int:
             in_anonymous_run = False
             continue
         refs = event.get("refs")
-        step_id = refs.get("stepId") if isinstance(refs, Mapping) else None
+        step_id = refs.get("stepId") if isinstance(refs, dict) or isinstance(refs, Mapping) else None
         if isinstance(step_id, str) and step_id:
             step_ids.add(step_id)
             in_anonymous_run = False
@@ -202,7 +217,7 @@ def count_model_steps(history: Sequence[Any]) -> int:
 
 def _is_model_step_event(event: Any) -> bool:
     return (
-        isinstance(event, Mapping)
+        (isinstance(event, dict) or isinstance(event, Mapping))  # dict first: no ABC check in the hot case
         and event.get("role") == "model"
         and event.get("partial") is not True
         and has_model_visible_content(event)

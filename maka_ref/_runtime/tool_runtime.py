@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from maka_ref._codec.argshash import canonical_args_hash
-from maka_ref._codec.frozen import FrozenDict, thaw
+from maka_ref._codec.frozen import thaw
 from maka_ref._errors import MakaRefError
 from maka_ref._runtime import events as ev
 from maka_ref._runtime.effects import EffectLog
@@ -121,38 +121,53 @@ class ToolRuntime:
         self.clock = clock
         self.tools = tools
         self.effect_log = effect_log if effect_log is not None else EffectLog(root)
+        self._preflight_hash: tuple[ToolCallRequest, str] | None = None
 
     # ----------------------------------------------------------------------- entry point
 
     def execute(self, step_index: int, call: ToolCallRequest) -> ToolCallOutcome:
         """Run one call to a committed outcome, or raise ToolBoundaryError (see module doc)."""
         operation_id = self.ids.operation_id(call.id)
-        tool, refusal = self._preflight(call)
+        tool, refusal, args_hash = self._preflight(call)
         if refusal is not None:
             return self._commit_refusal(step_index, call, operation_id, refusal)
-        assert tool is not None
+        assert tool is not None and args_hash is not None
         failpoint("P0")  # spec 20 §2 P0: before tool preparation (T1)
+        self._preflight_hash = (call, args_hash)
         if self.protocol == T1_PROTOCOL:
             return self._execute_t1(step_index, call, tool, operation_id)
         return self._execute_legacy(step_index, call, tool, operation_id)
 
+    def _args_hash(self, call: ToolCallRequest) -> str:
+        """The canonical args hash of ``call``: the one preflight just computed for this very
+        request object (handed on by ``execute``; the lanes keep their four-argument signature),
+        else computed here. The store recomputes it from the call event anyway (spec 30 §2.3)."""
+        memo, self._preflight_hash = self._preflight_hash, None
+        if memo is not None and memo[0] is call:
+            return memo[1]
+        return canonical_args_hash(call.name, call.args)
+
     # ----------------------------------------------------------------------- preflight
 
-    def _preflight(self, call: ToolCallRequest) -> tuple[Tool | None, _Refusal | None]:
-        """Arguments, availability, confinement — in that order; the first refusal wins."""
+    def _preflight(self, call: ToolCallRequest) -> tuple[Tool | None, _Refusal | None, str | None]:
+        """Arguments, availability, confinement — in that order; the first refusal wins.
+
+        Returns ``(tool, refusal, args_hash)``; the canonical args hash computed here (it also
+        proves the arguments are strict JSON) is the one T1 / the effect log carry, so the loop
+        hashes each call once (the store still recomputes it from the call event, spec 30 §2.3)."""
         if not isinstance(call.args, dict):
-            return None, _Refusal("invalid_tool_arguments", f"Tool {call.name} did not run: arguments must be a JSON object")
+            return None, _Refusal("invalid_tool_arguments", f"Tool {call.name} did not run: arguments must be a JSON object"), None
         tool = self.tools.get(call.name)
         if tool is None:
-            return None, _Refusal("tool_not_available", f"Tool {call.name} did not run: no such tool is available")
+            return None, _Refusal("tool_not_available", f"Tool {call.name} did not run: no such tool is available"), None
         try:
-            canonical_args_hash(call.name, call.args)
+            args_hash = canonical_args_hash(call.name, call.args)
             tool.preflight(self.root, call.args)
         except (ToolError, ConfinementError) as exc:
-            return tool, _Refusal(exc.code, f"Tool {call.name} did not run: {exc.message}")
+            return tool, _Refusal(exc.code, f"Tool {call.name} did not run: {exc.message}"), None
         except MakaRefError as exc:  # ArgsHashError: not strict JSON
-            return tool, _Refusal("invalid_tool_arguments", f"Tool {call.name} did not run: {exc.message}")
-        return tool, None
+            return tool, _Refusal("invalid_tool_arguments", f"Tool {call.name} did not run: {exc.message}"), None
+        return tool, None, args_hash
 
     def _commit_refusal(
         self, step_index: int, call: ToolCallRequest, operation_id: str, refusal: _Refusal
@@ -170,15 +185,15 @@ class ToolRuntime:
                 operation_id=operation_id,
             ) from exc
         return ToolCallOutcome(
-            call.id, call.name, operation_id, BOUNDARY_PRE_T1, FrozenDict(call_ev), None, FrozenDict(response_ev),
+            call.id, call.name, operation_id, BOUNDARY_PRE_T1, ev.frozen_event(call_ev), None, ev.frozen_event(response_ev),
             result, True, False,
         )
 
     # ----------------------------------------------------------------------- T1 / T2 lane
 
     def _execute_t1(self, step_index: int, call: ToolCallRequest, tool: Tool, operation_id: str) -> ToolCallOutcome:
+        args_hash = self._args_hash(call)
         ts = self.clock()
-        args_hash = canonical_args_hash(call.name, call.args)
         call_ev = ev.call_event(self.ids, ts, step_index, operation_id, call.id, call.name, call.args, bound=True)
         dispatch_ev = ev.dispatch_event(self.ids, ts, operation_id, call.id, call.name, args_hash, tool.recovery_mode)
         t1 = T1Input(
@@ -220,14 +235,14 @@ class ToolRuntime:
             ) from exc
         failpoint("P5")  # T2 committed: response and outcome journal together
         return ToolCallOutcome(
-            call.id, call.name, operation_id, BOUNDARY_T1_T2, FrozenDict(call_ev), FrozenDict(dispatch_ev),
-            FrozenDict(response_ev), result, is_error, started,
+            call.id, call.name, operation_id, BOUNDARY_T1_T2, ev.frozen_event(call_ev), ev.frozen_event(dispatch_ev),
+            ev.frozen_event(response_ev), result, is_error, started,
         )
 
     # ----------------------------------------------------------------------- legacy lane
 
     def _execute_legacy(self, step_index: int, call: ToolCallRequest, tool: Tool, operation_id: str) -> ToolCallOutcome:
-        args_hash = canonical_args_hash(call.name, call.args)
+        args_hash = self._args_hash(call)
         call_ev = ev.call_event(self.ids, self.clock(), step_index, operation_id, call.id, call.name, call.args, bound=False)
         try:
             self.store.append(call_ev)
@@ -248,7 +263,7 @@ class ToolRuntime:
             ) from exc
         failpoint("P5")
         return ToolCallOutcome(
-            call.id, call.name, operation_id, BOUNDARY_LEGACY, FrozenDict(call_ev), None, FrozenDict(response_ev),
+            call.id, call.name, operation_id, BOUNDARY_LEGACY, ev.frozen_event(call_ev), None, ev.frozen_event(response_ev),
             result, is_error, started,
         )
 

@@ -52,9 +52,10 @@ from typing import Any, ClassVar, Final
 
 import jsonschema
 
+from maka_ref._runtime._schemacheck import compile_schema
 from maka_ref._runtime.effects import fsync_directory as _fsync_directory
 from maka_ref._runtime.errors import RuntimeLoopError
-from maka_ref._runtime.paths import confine
+from maka_ref._runtime.paths import confine, confined_text
 from maka_ref._store.failpoints import failpoint
 
 __all__ = [
@@ -164,14 +165,17 @@ class Tool:
 
     def __init__(self) -> None:
         self._validator = jsonschema.Draft202012Validator(self.args_schema)
+        # Exact compiled check of the same schema (None: outside the subset → jsonschema only).
+        self._valid = compile_schema(self.args_schema)
 
     def preflight(self, root: Path, args: Any) -> None:
         """Schema and confinement checks; raises ToolError / ConfinementError."""
-        error = jsonschema.exceptions.best_match(self._validator.iter_errors(args))
+        valid = self._valid
+        error = None if valid is not None and valid(args) else jsonschema.exceptions.best_match(self._validator.iter_errors(args))
         if error is not None:
             where = "/".join(str(part) for part in error.absolute_path) or "(root)"
             raise ToolError(f"Invalid arguments for {self.name} at {where}: {error.message}", code="invalid_tool_arguments")
-        confine(root, args["path"])
+        confined_text(root, args["path"])
 
     def run(self, ctx: ToolContext, args: Mapping[str, Any]) -> Any:
         """The implementation (confinement re-checked first); returns a JSON result."""
