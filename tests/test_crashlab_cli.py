@@ -49,3 +49,20 @@ def test_replay_reruns_a_bundle_and_a_broken_impl_fails(tmp_path: Path) -> None:
     failing.write_text("import sys; sys.exit(3)\n")
     code, out, _ = _run("replay", str(bundle), "--impl", f"{sys.executable} {failing}")
     assert code == 1 and "implementation_behaved" in out
+
+
+def test_no_prefork_flag_reaches_every_spawn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from crashlab._client import _client
+
+    seen: list[object] = []
+    original = _client.spawn
+
+    def spy(argv: object, **kw: object) -> object:
+        seen.append(kw.get("prefork"))
+        return original(argv, **kw)
+
+    monkeypatch.setattr(_client, "spawn", spy)
+    code, out, _ = _run("sweep", "--points", "P2", "--mode", "prefix", "--fault", "kill", "--no-prefork",
+                        "--report-dir", str(tmp_path))
+    assert code == 0, out
+    assert seen and set(seen) == {False}

@@ -29,6 +29,7 @@ from crashlab import (  # noqa: E402  (after the importorskip)
     ProtocolFailure,
     Reply,
 )
+from crashlab._client._zygote import ForkedChild, zygote_pids  # noqa: E402
 from crashlab.testing import bad_adapter as ba  # noqa: E402
 
 SHORT = 2.0  # the deadline of requests that are meant to time out
@@ -58,7 +59,9 @@ def marker() -> Iterator[str]:
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     yield token
     assert _marked(token) == [], "processes of the adapter survived"
-    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and _live(p)]
+    zygotes = set(zygote_pids())  # the pre-fork servers live on; their children may not
+    left = [p for p in psutil.Process().children(recursive=True)
+            if p.pid not in before and p.pid not in zygotes and _live(p)]
     assert left == [], f"descendants of the test process survived: {left}"
 
 
@@ -85,15 +88,17 @@ def test_good_adapter_handshake_calls_and_clean_close(marker: str) -> None:
         hs = client.handshake
         assert (hs.protocol, hs.name, hs.version) == (1, "bad-adapter", "good")
         assert hs.capabilities == ("faults", "test.echo") and hs.failpoints == ba.FAILPOINTS
-        environ = psutil.Process(client.pid).environ()
+        environ = client.call("environ").result["environ"]
         assert environ["MAKA_CONFORMANCE"] == "1" and len(environ[SESSION_ENV]) == 32
+        if not isinstance(client._tree.popen, ForkedChild):  # a fork keeps its zygote's /proc environ
+            assert psutil.Process(client.pid).environ()[SESSION_ENV] == environ[SESSION_ENV]
         assert client.call("echo", {"x": [1, "é"]}) == Reply(True, {"params": {"x": [1, "é"]}}, None)
         refused = client.call("ledger.frobnicate")
         assert (refused.ok, refused.code) == (False, "unknown_op")
         report = client.close()
         assert report == CloseReport(exit_status=0, escalated=None, survivors=())
         assert report.verdict is None and client.close() is report  # idempotent
-    assert seen == ["hello", "echo", "ledger.frobnicate"]
+    assert seen == ["hello", "environ", "echo", "ledger.frobnicate"]
     assert "bad_adapter[good] stdin closed" in client.stderr_tail
     with pytest.raises(RuntimeError):
         client.call("echo")
@@ -226,8 +231,15 @@ def test_misbehaviour_becomes_its_verdict(mode: str, marker: str) -> None:
 def test_escaped_grandchild_is_a_survivor_and_is_killed(mode: str, ending: str, marker: str) -> None:
     client = start(mode, marker)
     assert client.call("echo").ok
-    escaped = [p for p in psutil.process_iter(["cmdline"]) if "bad_adapter-sleeper" in (p.info["cmdline"] or [])
-               and marker in p.info["cmdline"]]
+    deadline = time.monotonic() + STARTUP  # the sleeper may be forked but not yet exec'd (old cmdline)
+    while True:
+        escaped = [p for p in psutil.process_iter(["cmdline"]) if "bad_adapter-sleeper" in (p.info["cmdline"] or [])
+                   and marker in p.info["cmdline"]]
+        if escaped or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    if len(escaped) != 1:
+        client.kill()
     assert len(escaped) == 1
     started = time.monotonic()
     result: CloseReport | KillProof = client.close() if ending == "close" else client.kill()
@@ -330,3 +342,29 @@ def test_envelope_rules() -> None:
                                           "capabilities": []}, None))
     with pytest.raises(ValueError, match="capabilities"):
         msgs.parse_handshake(Reply(True, {"protocol": 1, "implementation": {"name": "a", "version": "1"}}, None))
+
+
+def test_reused_pid_never_gets_our_group_signals(marker: str) -> None:
+    """After the leader is reaped its pid — our group id — may name another process (under a
+    sweep: another trial's fresh adapter, the leader of a new session of that id). The old
+    group must then be neither signalled nor scanned (a stray SIGKILL made that adapter
+    "exit before answering hello" with an empty stderr)."""
+    import subprocess
+
+    client = start("good", marker)
+    tree = client._tree
+    client.kill()
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", marker],
+                                start_new_session=True)
+    try:
+        # pretend the kernel handed our old pid to the stranger (pid reuse after a wrap-around)
+        tree.pid = tree.pgid = stranger.pid
+        assert tree.group_is_ours() is False
+        tree.signal_group(signal.SIGKILL)
+        tree.emergency_kill()
+        assert all(p.pid != stranger.pid for p in tree.members())
+        time.sleep(0.2)
+        assert stranger.poll() is None, "the stranger was killed through a reused group id"
+    finally:
+        stranger.kill()
+        stranger.wait()

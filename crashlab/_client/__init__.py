@@ -3,5 +3,7 @@
 Layout (each module says why it exists): ``_process`` (POSIX: spawn, group kill, tree
 scans), ``_lines`` (stdout reader thread with the 16 MiB cap), ``_stderr`` (64 KiB tail),
 ``_messages`` (envelope and handshake rules), ``_results`` (value objects), ``_errors``
-(:class:`ProtocolFailure`), ``_client`` (the session state machine).
+(:class:`ProtocolFailure`), ``_client`` (the session state machine), ``_zygote`` and
+``_zygote_server`` (pre-forked children of a ``python -m`` command: the client handle and the
+fork server).
 """

@@ -76,6 +76,7 @@ class ProtocolClient:
         validator: Validator | None = None,
         harness_name: str = "maka-conformance",
         harness_version: str | None = None,
+        prefork: bool | None = None,
     ) -> "ProtocolClient":
         """Spawn ``command`` in a new session, shake hands, return the live client.
 
@@ -91,7 +92,7 @@ class ProtocolClient:
         child_env["MAKA_CONFORMANCE"] = "1"
         child_env[SESSION_ENV] = secrets.token_hex(16)
         try:
-            popen = spawn(argv, cwd=cwd, env=child_env)
+            popen = spawn(argv, cwd=cwd, env=child_env, prefork=prefork)
         except (OSError, ValueError) as exc:
             raise ProtocolFailure("spawn_failed", f"cannot start {argv!r}: {exc}", op="hello") from None
         client = cls(
@@ -232,6 +233,10 @@ class ProtocolClient:
             message += f" after a partial line {msgs.preview(partial)}"
         if status is None:
             message += "; it closed stdout but kept running, so it was killed"
+        elif status < 0:  # not its own exit: say so (a signal from outside, e.g. the OOM killer)
+            message += f" (killed by signal {-status}{' SIGKILL' if status == -signal.SIGKILL else ''})"
+        else:
+            message += f" (exit status {status}{', e.g. end of input on stdin' if status == 0 else ''})"
         self._fail("exited", message, op, exit_status=status)
 
     def _fail_flood(self, op: str, item: Flood) -> NoReturn:

@@ -23,10 +23,13 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from typing import Callable, Iterable, Mapping, Sequence
 
 import psutil
+
+from crashlab._client._zygote import ForkedChild, prefork_argv, spawn_forked
 
 __all__ = ["SESSION_ENV", "ProcessTree", "spawn", "write_all"]
 
@@ -41,9 +44,20 @@ _Predicate = Callable[[psutil.Process], bool]
 
 
 def spawn(
-    argv: Sequence[str], *, cwd: str | os.PathLike[str] | None, env: Mapping[str, str]
-) -> subprocess.Popen[bytes]:
-    """Start ``argv`` in a new session with three pipes; raises ``OSError`` if it cannot."""
+    argv: Sequence[str], *, cwd: str | os.PathLike[str] | None, env: Mapping[str, str],
+    prefork: bool | None = None,
+) -> "subprocess.Popen[bytes] | ForkedChild":
+    """Start ``argv`` in a new session with three pipes; raises ``OSError`` if it cannot.
+
+    A ``python -m MODULE`` command of this interpreter is forked from a warm zygote when
+    ``prefork`` allows it (``None``: unless ``CRASHLAB_NO_PREFORK=1``), see ``_zygote``; the
+    handle then is a :class:`~crashlab._client._zygote.ForkedChild`, otherwise a ``Popen``.
+    """
+    target = prefork_argv(argv, prefork)
+    if target is not None:
+        child = spawn_forked(target[0], target[1], cwd=cwd, env=env, session_env=SESSION_ENV)
+        if child is not None:
+            return child
     return subprocess.Popen(
         list(argv),
         stdin=subprocess.PIPE,
@@ -90,12 +104,14 @@ def _alive(proc: psutil.Process) -> bool:
 class ProcessTree:
     """The child and every process it spawned, found by record, group, session and token."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], token: str) -> None:
+    def __init__(self, popen: "subprocess.Popen[bytes] | ForkedChild", token: str) -> None:
         self.popen = popen
         self.pid = popen.pid
         self.pgid = popen.pid  # new session: the leader's pid is the group and session id
         self.token = token
         self.recorded: dict[int, psutil.Process] = {}
+        self._start_ticks = _start_ticks(popen.pid)  # Linux: leader's start, in clock ticks
+        self._seen: set[int] = set()  # pids listed at the last snapshot
         try:
             self._leader: psutil.Process | None = psutil.Process(popen.pid)
         except psutil.NoSuchProcess:
@@ -103,9 +119,54 @@ class ProcessTree:
 
     # ------------------------------------------------------------------ tracking
 
+    def group_is_ours(self) -> bool:
+        """May the group/session id still be taken to mean our tree?
+
+        Once the leader is reaped its pid — our group and session id — can be reused by
+        another process (another trial's child, which starts a session of that id); a
+        ``killpg`` or a group scan would then hit a stranger. The kernel never hands out a
+        pid while a group or session of that id exists, so: if the pid now names a process
+        other than our leader, the group is no longer ours.
+        """
+        if self.popen.returncode is None:
+            return True  # not reaped: the pid is still held by our leader (maybe a zombie)
+        try:
+            current = psutil.Process(self.pid)
+        except psutil.NoSuchProcess:
+            return True
+        except psutil.AccessDenied:  # pragma: no cover - someone else's process
+            return False
+        if self._leader is None:
+            return False
+        try:
+            return current.create_time() == self._leader.create_time()
+        except psutil.Error:
+            return False
+
     def snapshot(self) -> None:
         """Record the leader's current descendants (cheap: one /proc scan)."""
         if self._leader is None:
+            return
+        table = _ppid_table()
+        if table is not None:
+            if self.popen.returncode is not None:
+                return
+            # only a process new since the last snapshot can be a new descendant: its parent is
+            # the leader, a recorded descendant, or another new process
+            pending = [pid for pid in table.keys() - self._seen if pid != self.pid]
+            self._seen = set(table)
+            tree = {self.pid, *self.recorded}
+            grew = True
+            while pending and grew:
+                grew, rest = False, []
+                for pid in pending:
+                    if table.get(pid) in tree:
+                        tree.add(pid)
+                        _add(self.recorded, pid)
+                        grew = True
+                    else:
+                        rest.append(pid)
+                pending = rest
             return
         try:
             children = self._leader.children(recursive=True)
@@ -121,11 +182,24 @@ class ProcessTree:
             if _alive(proc):
                 found[pid] = proc
         own = {os.getpid(), self.pid}
+        ours = self.group_is_ours()
+        table = _proc_table()
+        if table is not None:  # Linux: one pass over /proc/*/stat
+            for pid, (_ppid, pgrp, sid, start) in table.items():
+                if pid in own or pid in found:
+                    continue
+                if ours and (pgrp == self.pgid or sid == self.pgid):
+                    _add(found, pid)
+                elif self._start_ticks is None or start >= self._start_ticks:
+                    # born after our leader: the only processes that can carry its token
+                    if _environ_token(pid) == self.token:
+                        _add(found, pid)
+            return [proc for proc in found.values() if _alive(proc)]
         for pid in psutil.pids():
             if pid in own or pid in found:
                 continue
             try:
-                in_tree = os.getpgid(pid) == self.pgid or os.getsid(pid) == self.pgid
+                in_tree = ours and (os.getpgid(pid) == self.pgid or os.getsid(pid) == self.pgid)
             except OSError:
                 continue
             if in_tree:
@@ -141,11 +215,14 @@ class ProcessTree:
     # ------------------------------------------------------------------ signals
 
     def signal_group(self, sig: int) -> None:
-        """Send ``sig`` to the process group and to the leader (in case it left the group)."""
-        try:
-            os.killpg(self.pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        """Send ``sig`` to the process group and to the leader (in case it left the group).
+
+        Never to a group whose id was reused after our leader was reaped (:meth:`group_is_ours`)."""
+        if self.group_is_ours():
+            try:
+                os.killpg(self.pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
         if self.popen.returncode is None:
             try:
                 self.popen.send_signal(sig)
@@ -169,8 +246,9 @@ class ProcessTree:
         group_before = {proc.pid for proc in self.members() if _in_group(proc.pid, self.pgid)}
         self.signal_group(signal.SIGKILL)
         self.wait_leader(5.0)
+        ours = self.group_is_ours()
         return self._sweep(
-            lambda proc: proc.pid in group_before or _in_group(proc.pid, self.pgid),
+            lambda proc: proc.pid in group_before or (ours and _in_group(proc.pid, self.pgid)),
             _GROUP_DEATH_GRACE_S,
         )
 
@@ -212,6 +290,95 @@ class ProcessTree:
         survivors = tuple(sorted(proc.pid for proc in stragglers))
         _kill(stragglers)
         return survivors
+
+
+_PROC_OK = os.path.isfile("/proc/self/stat") and os.path.isdir("/proc/self/task")
+
+
+def _read_stat(pid: int) -> tuple[int, int, int, int] | None:
+    """``(ppid, pgrp, session, starttime)`` from ``/proc/PID/stat``, or ``None``."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 2048)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    fields = data[data.rfind(b")") + 2:].split()
+    try:
+        return int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _proc_table() -> dict[int, tuple[int, int, int, int]] | None:
+    """Every process's ``(ppid, pgrp, session, starttime)`` on Linux (``None`` elsewhere).
+
+    One read per process instead of psutil's several: the scans run after every reply and
+    twice per kill, so they are the client's own share of a crash cycle."""
+    if not _PROC_OK:
+        return None
+    table = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    for name in names:
+        if name.isdigit():
+            row = _read_stat(int(name))
+            if row is not None:
+                table[int(name)] = row
+    return table
+
+
+def _start_ticks(pid: int) -> int | None:
+    row = _read_stat(pid) if _PROC_OK else None
+    return row[3] if row is not None else None
+
+
+_ppids: dict[int, int] = {}
+_ppids_lock = threading.Lock()
+
+
+def _ppid_table() -> dict[int, int] | None:
+    """pid → ppid of every process, read incrementally (Linux; ``None`` elsewhere).
+
+    Why incremental: :meth:`ProcessTree.snapshot` runs after every reply; listing ``/proc``
+    is cheap, reading every ``stat`` is not, and only a process new since the last listing can
+    be a new descendant (a known process never gains a parent other than a reaper). A pid
+    reused between two listings a few milliseconds apart would need a full pid wrap-around.
+    """
+    if not _PROC_OK:
+        return None
+    try:
+        pids = {int(name) for name in os.listdir("/proc") if name.isdigit()}
+    except OSError:
+        return None
+    with _ppids_lock:
+        for gone in _ppids.keys() - pids:
+            del _ppids[gone]
+        for pid in pids - _ppids.keys():
+            row = _read_stat(pid)
+            if row is not None:
+                _ppids[pid] = row[0]
+        return dict(_ppids)
+
+
+def _environ_token(pid: int) -> str | None:
+    """The session token in ``/proc/PID/environ`` (the environment the process was exec'd with)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    key = SESSION_ENV.encode() + b"="
+    for item in data.split(b"\0"):
+        if item.startswith(key):
+            return item[len(key):].decode("ascii", "replace")
+    return None
 
 
 def _in_group(pid: int, pgid: int) -> bool:

@@ -57,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--timeout", type=float, default=120.0, help="deadline of one trial, seconds")
     s.add_argument("--report-dir", default="crashlab-report", help="where the report and failure bundles go")
     s.add_argument("--list", action="store_true", help="list the trials and exit")
+    s.add_argument("--no-prefork", dest="prefork", action="store_const", const=False, default=None,
+                   help="spawn every process afresh, never from a pre-imported zygote "
+                        "(same as CRASHLAB_NO_PREFORK=1)")
     r = sub.add_parser("replay", help="re-run the trial of a failure bundle")
     r.add_argument("bundle", help="a bundle directory (or its trial.json)")
     r.add_argument("--impl", metavar="CMD", help="run against this implementation instead of the bundle's")
@@ -117,7 +120,8 @@ def _sweep(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"crashlab: {len(specs)} trial(s), {args.workers} worker(s), report in {args.report_dir}\n")
     tick, stop = _progress(len(specs), out)
     try:
-        report = run_sweep(specs, workers=args.workers, on_result=tick, report_dir=args.report_dir, timeout=args.timeout)
+        report = run_sweep(specs, workers=args.workers, on_result=tick, report_dir=args.report_dir, timeout=args.timeout,
+                           prefork=args.prefork)
     finally:
         stop()
     counts = ", ".join(f"{v} {k}" for k, v in report.counts().items() if v)

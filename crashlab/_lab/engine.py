@@ -43,8 +43,10 @@ def reference_command() -> tuple[str, ...]:
 class _Trial:
     """The engine's :class:`crashlab._lab.context.TrialContext`."""
 
-    def __init__(self, spec: TrialSpec, timeout: float, env: dict[str, str] | None) -> None:
+    def __init__(self, spec: TrialSpec, timeout: float, env: dict[str, str] | None,
+                 prefork: bool | None = None) -> None:
         self.spec = spec
+        self.prefork = prefork
         self.command = tuple(spec.command) if spec.command else reference_command()
         self.root = Path(tempfile.mkdtemp(prefix="crashlab-"))
         self.workspace = Path(os.path.realpath(self.root / "ws"))
@@ -59,6 +61,7 @@ class _Trial:
         self.timed_out = False
         self.failure_stderr = ""  # the stderr of a process that failed before it was tracked
         self._handshake: Any = None
+        self._spare: ProtocolClient | None = None
         self._lock = threading.Lock()
 
     def remaining(self) -> float:
@@ -67,9 +70,12 @@ class _Trial:
     def spawn(self) -> ProtocolClient:
         if self.timed_out:
             raise TimeoutError("the trial's deadline passed")
+        if self._spare is not None:  # the process started for the handshake: idle since hello
+            client, self._spare = self._spare, None
+            return client
         client = ProtocolClient.start(list(self.command), cwd=self.scratch, env=self.env,
                                       request_timeout=min(REQUEST_TIMEOUT, self.remaining()),
-                                      handshake_timeout=min(15.0, self.remaining()))
+                                      handshake_timeout=min(15.0, self.remaining()), prefork=self.prefork)
         with self._lock:
             self.clients.append(client)
         if self._handshake is None:
@@ -79,7 +85,9 @@ class _Trial:
     @property
     def handshake(self) -> Any:
         if self._handshake is None:
-            self.spawn().close()
+            # the first process answers hello, then serves as the trial's first spawn: a
+            # process that only said hello is as fresh as a new one (one spawn fewer a trial)
+            self._spare = self.spawn()
         return self._handshake
 
     def record(self, name: str, ok: bool, detail: str = "") -> None:
@@ -161,12 +169,14 @@ def _body(trial: _Trial) -> tuple[str, str]:
 
 
 def run_trial(spec: TrialSpec, *, timeout: float = DEFAULT_TRIAL_TIMEOUT, bundle_dir: str | os.PathLike[str] | None = None,
-              env: dict[str, str] | None = None) -> TrialResult:
+              env: dict[str, str] | None = None, prefork: bool | None = None) -> TrialResult:
     """Run one trial; never raises for anything the implementation does, never hangs past
     ``timeout`` (plus reaping). With ``bundle_dir``, a trial that did not pass leaves a
-    failure bundle there (:mod:`crashlab._lab.bundles`)."""
+    failure bundle there (:mod:`crashlab._lab.bundles`). ``prefork`` is passed to
+    :meth:`ProtocolClient.start` (``None``: pre-fork a ``python -m`` command unless
+    ``CRASHLAB_NO_PREFORK=1``)."""
     started = time.monotonic()
-    trial = _Trial(spec, timeout, env)
+    trial = _Trial(spec, timeout, env, prefork)
     watchdog = threading.Timer(timeout, trial.abort)
     watchdog.daemon = True
     watchdog.start()

@@ -83,14 +83,15 @@ class SweepReport:
 
 def run_sweep(specs: Sequence[TrialSpec], *, workers: int = 1, on_result: Callable[[TrialResult], None] | None = None,
               report_dir: str | Path | None = None, timeout: float = DEFAULT_TRIAL_TIMEOUT,
-              env: dict[str, str] | None = None) -> SweepReport:
+              env: dict[str, str] | None = None, prefork: bool | None = None) -> SweepReport:
     """Run ``specs`` (``workers`` at a time); failure bundles go to ``<report_dir>/bundles``.
     Results keep the order of ``specs``; ``on_result`` sees them as they finish."""
     started = time.monotonic()
     bundles = Path(report_dir) / "bundles" if report_dir is not None else None
     results: list[TrialResult | None] = [None] * len(specs)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(run_trial, spec, timeout=timeout, bundle_dir=bundles, env=env): n
+        futures = {pool.submit(run_trial, spec, timeout=timeout, bundle_dir=bundles, env=env,
+                               prefork=prefork): n
                    for n, spec in enumerate(specs)}
         for future in as_completed(futures):
             result = future.result()

@@ -135,6 +135,8 @@ def _answer(request: Mapping[str, Any], armed: set[str]) -> dict[str, Any]:
     op, params, rid = request.get("op"), request.get("params") or {}, request.get("id")
     if op == "echo":
         return {"id": rid, "ok": True, "result": {"params": params}}
+    if op == "environ":  # what the process sees (a pre-forked child's /proc environ is its zygote's)
+        return {"id": rid, "ok": True, "result": {"environ": dict(os.environ), "cwd": os.getcwd()}}
     if op == "faults.arm":
         point = params.get("failpoint")
         if point not in FAILPOINTS:
