@@ -97,13 +97,32 @@ def _parse_args(argv: list[str] | None) -> tuple[str, ...]:
 
     Why: the harness's own tests need an implementation that claims less, to check that an
     unclaimed capability is reported "not claimed"; other operations answer ``not_claimed``.
+
+    ``--mutant NAME`` applies one deliberately broken behaviour of the mutant corpus
+    (``maka_ref/adapter/_mutants``, ``docs/selftest.md``) before serving; ``--list-mutants``
+    prints the corpus and exits. An unknown name exits 2 with the list. The corpus is imported
+    only when one of these options is given: the normal code path never touches it.
     """
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m maka_ref.adapter", description=__doc__.splitlines()[0])
     parser.add_argument("--claim", action="append", choices=CAPABILITIES, metavar="CAPABILITY",
                         help="claim only this capability (repeatable; default: every capability)")
+    parser.add_argument("--mutant", metavar="NAME",
+                        help="apply one mutant of the self-test corpus (see --list-mutants)")
+    parser.add_argument("--list-mutants", action="store_true", help="list the mutant corpus and exit")
     args = parser.parse_args(argv)
+    if args.list_mutants or args.mutant is not None:
+        from maka_ref.adapter import _mutants
+
+        if args.list_mutants:
+            sys.stdout.write(_mutants.render_list())
+            sys.exit(0)
+        if args.mutant not in _mutants.MUTANTS:
+            sys.stderr.write(f"python -m maka_ref.adapter: unknown mutant {args.mutant!r}; known mutants:\n"
+                             + _mutants.render_list())
+            sys.exit(2)
+        _mutants.apply(args.mutant)
     return tuple(args.claim) if args.claim else CAPABILITIES
 
 

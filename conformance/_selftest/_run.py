@@ -1,0 +1,262 @@
+"""The self-test runner and its report (see the package docstring)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+__all__ = ["MutantOutcome", "SelftestResult", "list_mutants", "mutant_command", "run_selftest"]
+
+KILLING_OUTCOMES = ("failed", "error")
+
+
+def list_mutants() -> list[dict[str, Any]]:
+    """The corpus as JSON-able dicts, in layer order (imports the registry only)."""
+    from maka_ref.adapter import _mutants
+
+    return [_mutants.MUTANTS[name].to_json() for name in _mutants.names()]
+
+
+def mutant_command(name: str | None) -> str:
+    """The implementation command line of mutant ``name`` (``None``: the plain reference)."""
+    argv = [sys.executable, "-m", "maka_ref.adapter"] + (["--mutant", name] if name else [])
+    return shlex.join(argv)
+
+
+@dataclass
+class MutantOutcome:
+    name: str
+    layer: str
+    spec: str
+    family: str
+    description: str
+    selection: dict[str, Any]
+    status: str  # "killed" | "survived" | "error"
+    killed_by: list[str] = field(default_factory=list)
+    clauses_run: int = 0
+    duration_s: float = 0.0
+    error: str | None = None
+    report_dir: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "layer": self.layer, "spec": self.spec, "family": self.family,
+                "description": self.description, "selection": self.selection, "status": self.status,
+                "killedBy": list(self.killed_by), "clausesRun": self.clauses_run,
+                "durationS": round(self.duration_s, 2), "error": self.error, "reportDir": self.report_dir}
+
+
+@dataclass
+class SelftestResult:
+    mode: str  # "default" | "full"
+    workers: str
+    mutants: list[MutantOutcome]
+    clauses_run: list[str]  # every clause that ran against at least one mutant
+    baseline_failures: dict[str, str] = field(default_factory=dict)  # clause -> outcome on the reference
+    baseline_error: str | None = None
+    duration_s: float = 0.0
+
+    @property
+    def killed(self) -> list[MutantOutcome]:
+        return [m for m in self.mutants if m.status == "killed"]
+
+    @property
+    def survivors(self) -> list[MutantOutcome]:
+        return [m for m in self.mutants if m.status == "survived"]
+
+    @property
+    def errors(self) -> list[MutantOutcome]:
+        return [m for m in self.mutants if m.status == "error"]
+
+    @property
+    def score(self) -> float:
+        return len(self.killed) / len(self.mutants) if self.mutants else 0.0
+
+    def kills_by_clause(self) -> dict[str, list[str]]:
+        """Every clause that ran → the mutants it killed (possibly none), sorted by clause."""
+        table: dict[str, list[str]] = {c: [] for c in self.clauses_run}
+        for m in self.mutants:
+            for clause_id in m.killed_by:
+                table.setdefault(clause_id, []).append(m.name)
+        return dict(sorted(table.items()))
+
+    def clauses_killing_none(self) -> list[str]:
+        return [c for c, names in self.kills_by_clause().items() if not names]
+
+    @property
+    def exit_code(self) -> int:
+        if self.errors or self.baseline_error:
+            return 2
+        return 0 if not self.survivors else 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "workers": self.workers,
+            "durationS": round(self.duration_s, 1),
+            "score": {"killed": len(self.killed), "total": len(self.mutants), "ratio": round(self.score, 4),
+                      "survived": [m.name for m in self.survivors], "errors": [m.name for m in self.errors]},
+            "baseline": {"failures": dict(self.baseline_failures), "error": self.baseline_error},
+            "mutants": [m.to_json() for m in self.mutants],
+            "clauses": {c: names for c, names in self.kills_by_clause().items()},
+            "clausesKillingNone": self.clauses_killing_none(),
+        }
+
+    def render_markdown(self) -> str:
+        lines = [f"# Mutant self-test ({self.mode})", "",
+                 f"Mutation score: **{len(self.killed)}/{len(self.mutants)} = {self.score:.0%}** "
+                 f"(survived: {', '.join(m.name for m in self.survivors) or 'none'}; "
+                 f"errors: {', '.join(m.name for m in self.errors) or 'none'}). "
+                 f"Wall time {self.duration_s:.0f} s with {self.workers} worker(s).", ""]
+        if self.baseline_error:
+            lines += [f"**Baseline error**: {self.baseline_error}", ""]
+        if self.baseline_failures:
+            lines += ["Clauses failing on the unmutated reference (not counted as kills): "
+                      + ", ".join(f"`{c}` ({o})" for c, o in sorted(self.baseline_failures.items())), ""]
+        lines += ["## Mutants", "", "| mutant | layer | spec | status | killed by | selection |", "|---|---|---|---|---|---|"]
+        for m in self.mutants:
+            shown = ", ".join(f"`{c}`" for c in m.killed_by[:6])
+            if len(m.killed_by) > 6:
+                shown += f" (+{len(m.killed_by) - 6} more)"
+            if m.error:
+                shown = f"error: {m.error.splitlines()[0][:120]}"
+            sel = " ".join(f"{k}={v!r}" for k, v in m.selection.items() if v) or "whole suite"
+            lines.append(f"| `{m.name}` | {m.layer} | {m.spec} | {m.status} | {shown} | {sel} |")
+        kills = self.kills_by_clause()
+        lines += ["", "## Clauses that kill mutants", "", "| clause | mutants killed |", "|---|---|"]
+        for clause_id, names in kills.items():
+            if names:
+                lines.append(f"| `{clause_id}` | {', '.join(f'`{n}`' for n in names)} |")
+        none = self.clauses_killing_none()
+        lines += ["", f"## Clauses that kill no mutant ({len(none)} of {len(kills)} run)", ""]
+        lines.append(", ".join(f"`{c}`" for c in none) if none else "none")
+        return "\n".join(lines) + "\n"
+
+    def write(self, directory: str | Path) -> dict[str, Path]:
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = {"json": out / "selftest.json", "markdown": out / "selftest.md"}
+        paths["json"].write_text(json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        paths["markdown"].write_text(self.render_markdown(), encoding="utf-8")
+        return paths
+
+
+def _selection(mutant: Any, full: bool) -> dict[str, Any]:
+    return {"level": None, "keyword": None} if full else {"level": mutant.level, "keyword": mutant.keyword}
+
+
+def _union_keyword(selections: Sequence[dict[str, Any]]) -> str | None:
+    """One ``-k`` expression selecting every clause of every selection (None: the whole suite)."""
+    keywords = []
+    for s in selections:
+        if s.get("keyword") is None or s.get("level") is not None:
+            return None
+        keywords.append(f"({s['keyword']})")
+    return " or ".join(dict.fromkeys(keywords)) or None
+
+
+def _parallelism(workers: int | str) -> int:
+    """How many mutants run at once: ``-n W`` (``auto``: the CPU count)."""
+    import os
+
+    if workers == "auto":
+        return os.cpu_count() or 1
+    try:
+        return max(1, int(workers))
+    except (TypeError, ValueError):
+        return 1
+
+
+def run_selftest(mutants: Sequence[str] | None = None, *, full: bool = False, workers: int | str = 2,
+                 report_dir: str | Path = "maka-conformance-selftest", baseline: bool = True,
+                 request_timeout: float = 30.0, run_timeout: float = 1800.0,
+                 on_mutant: Callable[[MutantOutcome], None] | None = None) -> SelftestResult:
+    """Certify every mutant (or those named) and grade the suite; writes nothing but the
+    per-run report directories under ``report_dir`` (call :meth:`SelftestResult.write`).
+
+    ``workers`` (``-n``): how many mutants are certified at once, each certification in one
+    pytest process; the baseline run uses ``workers`` xdist workers."""
+    from conformance.certify import certify
+    from maka_ref.adapter import _mutants
+
+    started = time.monotonic()
+    names = list(mutants) if mutants else _mutants.names()
+    unknown = [n for n in names if n not in _mutants.MUTANTS]
+    if unknown:
+        raise KeyError(f"unknown mutant(s): {', '.join(unknown)}")
+    root = Path(report_dir).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    result = SelftestResult("full" if full else "default", str(workers), [], [])
+
+    if baseline:
+        selections = [_selection(_mutants.MUTANTS[n], full) for n in names]
+        levels = {s.get("level") for s in selections}
+        keyword = _union_keyword(selections)
+        level = levels.pop() if len(levels) == 1 and keyword is None else None
+        base = certify(None, level=level, keyword=keyword, workers=workers, report_dir=root / "baseline",
+                       request_timeout=request_timeout, run_timeout=run_timeout)
+        if base.harness_error is not None:
+            result.baseline_error = base.harness_error
+        for report in base.reports:
+            for c in report.clauses:
+                if c.outcome in KILLING_OUTCOMES:
+                    result.baseline_failures[c.clause_id] = c.outcome
+
+    clauses_run: set[str] = set()
+    parallel = _parallelism(workers)
+
+    def certify_mutant(name: str) -> MutantOutcome:
+        m = _mutants.MUTANTS[name]
+        selection = _selection(m, full)
+        directory = root / "mutants" / name
+        # W mutants at a time, each certification in one process: on small selections the
+        # xdist start-up would cost more than the clauses (docs/selftest.md, "Cost").
+        run = certify(mutant_command(name), level=selection["level"], keyword=selection["keyword"],
+                      workers=0, report_dir=directory,
+                      request_timeout=request_timeout, run_timeout=run_timeout)
+        outcome = MutantOutcome(m.name, m.layer, m.spec, m.family, m.description, selection, "survived",
+                                duration_s=run.duration_s, report_dir=str(directory))
+        if run.harness_error is not None:
+            outcome.status, outcome.error = "error", run.harness_error
+            return outcome
+        killers: list[str] = []
+        for report in run.reports:
+            for c in report.clauses:
+                if c.outcome in ("not_claimed", "skipped", "not_run"):
+                    continue
+                clauses_run.add(c.clause_id)
+                outcome.clauses_run += 1
+                if c.outcome in KILLING_OUTCOMES and c.clause_id not in result.baseline_failures:
+                    killers.append(c.clause_id)
+        outcome.killed_by = sorted(set(killers))
+        if outcome.killed_by:
+            outcome.status = "killed"
+        elif any(r.harness_errors for r in run.reports):
+            outcome.status = "error"
+            outcome.error = "; ".join(str(e) for r in run.reports for e in r.harness_errors)
+        return outcome
+
+    outcomes: dict[str, MutantOutcome] = {}
+    if parallel > 1 and len(names) > 1:
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        with ThreadPoolExecutor(max_workers=min(parallel, len(names))) as pool:
+            futures = {pool.submit(certify_mutant, name): name for name in names}
+            for future in as_completed(futures):
+                outcome = future.result()
+                outcomes[outcome.name] = outcome
+                if on_mutant is not None:
+                    on_mutant(outcome)
+    else:
+        for name in names:
+            outcomes[name] = certify_mutant(name)
+            if on_mutant is not None:
+                on_mutant(outcomes[name])
+    result.mutants = [outcomes[name] for name in names]
+    result.clauses_run = sorted(clauses_run)
+    result.duration_s = time.monotonic() - started
+    return result
