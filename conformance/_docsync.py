@@ -16,16 +16,18 @@ REPO = Path(__file__).resolve().parents[1]
 TARGET = REPO / "conformance" / "docs"
 #: docs/<name> → conformance/docs/<name>
 DOCS = ("protocol.md", "protocol-codes.md", "adapter-guide.md", "levels.md", "spec-choices.md")
-SPEC_SOURCE = REPO.parent / "shared" / "spec"
 SPEC_FILES = ("README.md", "00-architecture.md", "10-ledger-codec-resolver.md", "20-plan-continuation-repair.md",
               "30-storage-crash-harness.md")
 
 
-def pairs() -> list[tuple[Path, Path]]:
-    """(canonical source, packaged copy) for every shipped document whose source exists here."""
-    out = [(REPO / "docs" / name, TARGET / name) for name in DOCS]
-    if SPEC_SOURCE.is_dir():
-        out += [(SPEC_SOURCE / name, TARGET / "spec" / name) for name in SPEC_FILES]
+def pairs(repo: Path = REPO) -> list[tuple[Path, Path]]:
+    """(canonical source, packaged copy) for every shipped document whose source exists under
+    the checkout ``repo`` (the tests pass theirs: an installed package has no ``docs/``)."""
+    target = repo / "conformance" / "docs"
+    out = [(repo / "docs" / name, target / name) for name in DOCS]
+    spec_source = repo.parent / "shared" / "spec"
+    if spec_source.is_dir():
+        out += [(spec_source / name, target / "spec" / name) for name in SPEC_FILES]
     return out
 
 

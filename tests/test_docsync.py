@@ -4,11 +4,16 @@
 
 from __future__ import annotations
 
-from conformance._docsync import DOCS, SPEC_FILES, TARGET, pairs
+from pathlib import Path
+
+from conformance._docsync import DOCS, SPEC_FILES, pairs
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET = REPO / "conformance" / "docs"
 
 
 def test_packaged_documents_equal_their_sources() -> None:
-    stale = [str(copy) for source, copy in pairs() if not copy.exists() or copy.read_bytes() != source.read_bytes()]
+    stale = [str(copy) for source, copy in pairs(REPO) if not copy.exists() or copy.read_bytes() != source.read_bytes()]
     assert stale == [], "run: python -m conformance._docsync"
 
 

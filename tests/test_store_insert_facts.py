@@ -19,8 +19,8 @@ import pytest
 
 from maka_ref._store import RuntimeStore, insert_facts
 from maka_ref._store.failpoints import FailpointTriggered, arm, disarm
-from tests.store_support import raw, raw_insert
-from tests.test_store_transition_cache import _envelope, t1, t2, tool_events
+from store_support import raw, raw_insert
+from test_store_transition_cache import _envelope, t1, t2, tool_events
 
 SEAL_SQL = "json_extract(payload_json, '$.status')"
 IDENTITY_SQL = "SELECT DISTINCT"

@@ -27,7 +27,7 @@ from maka_ref._codec.argshash import canonical_args_hash
 from maka_ref._ledger.transition import TransitionState, validate_transition
 from maka_ref._store import RuntimeStore, T1Input, T2Input, health
 from maka_ref._store.failpoints import FailpointTriggered, arm, disarm
-from tests.store_support import raw, raw_insert
+from store_support import raw, raw_insert
 
 SESSION = "cache-session"
 
@@ -300,8 +300,9 @@ def test_settled_entry_of_a_rolled_back_outer_transaction(tmp_path: Path, monkey
 _CHILD = """
 import sys
 sys.path.insert(0, {repo!r})
+sys.path.insert(0, {repo!r} + '/tests')
 from maka_ref._store import RuntimeStore
-from tests.test_store_transition_cache import t1, t2
+from test_store_transition_cache import t1, t2
 store = RuntimeStore.open({root!r})
 store.commit_tool_prepared(t1(1))
 store.commit_tool_outcome(t2(1))
