@@ -147,8 +147,15 @@ def spawn_until_failpoint(
         env=clean_env(flag=flag, **env), cwd=str(REPO),
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
+    return wait_for_announcement(child, announced)
+
+
+def wait_for_announcement(child: subprocess.Popen[bytes], point: str) -> subprocess.Popen[bytes]:
+    """Read the child's stderr until ``MAKA_FAILPOINT <point>`` (the store hooks' announcement),
+    within ``READY_DEADLINE_SECONDS``; a child that exits first or never gets there is killed
+    and the test fails with what it printed."""
     assert child.stderr is not None
-    token = f"MAKA_FAILPOINT {announced}\n".encode()
+    token = f"MAKA_FAILPOINT {point}\n".encode()
     selector = selectors.DefaultSelector()
     selector.register(child.stderr, selectors.EVENT_READ)
     seen = b""
@@ -157,11 +164,11 @@ def spawn_until_failpoint(
         while token not in seen:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not selector.select(remaining):
-                raise AssertionError(f"child never reached {announced}; stderr so far: {seen!r}")
+                raise AssertionError(f"child never reached {point}; stderr so far: {seen!r}")
             chunk = os.read(child.stderr.fileno(), 4096)
             if not chunk:
                 out = child.stdout.read() if child.stdout else b""
-                raise AssertionError(f"child exited before {announced}: rc={child.wait()} stderr={seen!r} stdout={out!r}")
+                raise AssertionError(f"child exited before {point}: rc={child.wait()} stderr={seen!r} stdout={out!r}")
             seen += chunk
     except BaseException:
         child.kill()

@@ -17,11 +17,9 @@ atomically — see the P1/P5 notes in docs/failpoints.md.
 from __future__ import annotations
 
 import os
-import selectors
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -40,6 +38,7 @@ from runtime_support import (
     only_run,
     script,
     spec_operation_id,
+    wait_for_announcement,
     write_script,
 )
 
@@ -57,29 +56,7 @@ def run_until_failpoint(workspace: Path, script_path: Path, point: str, announce
         [sys.executable, "-m", "maka_ref", "run", "--workspace", str(workspace), "--script", str(script_path)],
         env=env, cwd=str(REPO), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    assert child.stderr is not None
-    marker = f"MAKA_FAILPOINT {announced or point}\n".encode()
-    selector = selectors.DefaultSelector()
-    selector.register(child.stderr, selectors.EVENT_READ)
-    seen = b""
-    deadline = time.monotonic() + READY_DEADLINE_SECONDS
-    try:
-        while marker not in seen:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not selector.select(remaining):
-                raise AssertionError(f"child never reached {point}; stderr so far: {seen!r}")
-            chunk = os.read(child.stderr.fileno(), 4096)
-            if not chunk:
-                out = child.stdout.read() if child.stdout else b""
-                raise AssertionError(f"child exited before {point}: rc={child.wait()} stderr={seen!r} stdout={out!r}")
-            seen += chunk
-    except BaseException:
-        child.kill()
-        child.wait()
-        raise
-    finally:
-        selector.close()
-    return child
+    return wait_for_announcement(child, announced or point)
 
 
 def kill_and_reap(child: subprocess.Popen[bytes]) -> None:
