@@ -106,7 +106,7 @@ def append_encoded(conn: sqlite3.Connection, gate: HealthGate, encoded: EncodedR
         check_run_sealed(conn, event["sessionId"], event["runId"])
     if is_tool_bearing(event):
         assert_tool_ledger_transition(conn, gate, [event], "generic_append")
-    event_seq, created = insert_event(conn, encoded, event["ts"], allow_exact_duplicate=True)
+    event_seq, created = insert_event(conn, encoded, event["ts"], allow_exact_duplicate=True, rows=gate.rows)
     return AppendResult(created, event_seq)
 
 
@@ -125,13 +125,44 @@ def import_batch(
     return tuple(append_encoded(conn, gate, item).created for item in encoded)
 
 
-def _run_events(conn: sqlite3.Connection, session_id: str, run_id: str) -> list[Any]:
-    rows = conn.execute(
+def _run_rows(conn: sqlite3.Connection, session_id: str, run_id: str) -> list[Any]:
+    return conn.execute(
         f"SELECT {EVENT_COLUMNS} FROM runtime_events WHERE session_id = ? AND run_id = ? "
         "ORDER BY event_seq ASC, event_id ASC",
         (session_id, run_id),
     ).fetchall()
-    return [decode_event_row(row) for row in rows]
+
+
+def _scan_run(
+    conn: sqlite3.Connection, gate: HealthGate, session_id: str, run_id: str, event_id: str
+) -> tuple[list[str], list[Any], list[str]]:
+    """The run's rows in (event_seq, event_id) order, as the barrier needs them: every id
+    (the tail), the decoded rows whose id is ``event_id``, and the ids of the *other*
+    terminal events, in order.
+
+    Every row is decoded (row/payload identity re-checked, in order, so the first bad row
+    raises as before) except the rows this connection inserted itself in this very state
+    (``run_rows``): their id column is the payload's id and their terminal predicate was
+    computed on the inserted event.
+    """
+    known = gate.rows.known(conn, session_id, run_id)
+    ids: list[str] = []
+    matching: list[Any] = []
+    others: list[str] = []
+    for row in _run_rows(conn, session_id, run_id):
+        row_id = row[0]
+        terminal = known.get(row_id) if row_id != event_id else None
+        if terminal is None:
+            item = decode_event_row(row)
+            row_id = item.event_id
+            if row_id == event_id:
+                matching.append(item)
+            elif is_terminal_event(item.event):
+                others.append(row_id)
+        elif terminal:
+            others.append(row_id)
+        ids.append(row_id)
+    return ids, matching, others
 
 
 def ensure_terminal_durable(conn: sqlite3.Connection, gate: HealthGate, encoded: EncodedRuntimeEvent) -> AppendResult:
@@ -146,9 +177,7 @@ def ensure_terminal_durable(conn: sqlite3.Connection, gate: HealthGate, encoded:
             "Only a final terminal RuntimeEvent can cross the terminal durability barrier", code="not_final_terminal"
         )
     run_id = event["runId"]
-    stored = _run_events(conn, event["sessionId"], run_id)
-    matching = [item for item in stored if item.event_id == event["id"]]
-    others = [item for item in stored if item.event_id != event["id"] and is_terminal_event(item.event)]
+    ids, matching, others = _scan_run(conn, gate, event["sessionId"], run_id, event["id"])
     if matching:
         if not json_strict_equal(matching[0].event, event):
             raise StoreError(
@@ -156,11 +185,11 @@ def ensure_terminal_durable(conn: sqlite3.Connection, gate: HealthGate, encoded:
             )
         if others:
             raise StoreError(
-                f"Run {run_id} already has terminal RuntimeEvent {others[0].event_id}", code="terminal_exists"
+                f"Run {run_id} already has terminal RuntimeEvent {others[0]}", code="terminal_exists"
             )
-        if stored[-1].event_id != event["id"]:
+        if ids[-1] != event["id"]:
             raise StoreError("Terminal RuntimeEvent must be the immutable ledger tail", code="terminal_not_tail")
         return AppendResult(False, matching[0].event_seq)
     if others:
-        raise StoreError(f"Run {run_id} already has terminal RuntimeEvent {others[0].event_id}", code="terminal_exists")
+        raise StoreError(f"Run {run_id} already has terminal RuntimeEvent {others[0]}", code="terminal_exists")
     return append_encoded(conn, gate, encoded)

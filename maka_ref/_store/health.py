@@ -22,6 +22,7 @@ from maka_ref._ledger.transition import validate_transition
 from maka_ref._store.errors import ToolLedgerCorruptionError, ToolLedgerRejectionError
 from maka_ref._store.insert_facts import InsertFacts
 from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row
+from maka_ref._store.run_rows import RunRows
 from maka_ref._store.transition_cache import TransitionCache
 
 __all__ = ["CACHED_KINDS", "HealthGate", "assert_tool_ledger_transition", "scan_store"]
@@ -52,7 +53,7 @@ def scan_store(conn: sqlite3.Connection) -> BaseException | None:
 class HealthGate:
     """Caches :func:`scan_store` per connection, keyed by ``PRAGMA data_version``."""
 
-    __slots__ = ("_conn", "_data_version", "_failure", "_scanned", "facts", "fresh_changes", "transitions")
+    __slots__ = ("_conn", "_data_version", "_failure", "_scanned", "facts", "fresh_changes", "rows", "transitions")
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
@@ -63,6 +64,8 @@ class HealthGate:
         self.transitions = TransitionCache()
         #: Passing identity / seal / claim verdicts of the insert primitive for T1/T2.
         self.facts = InsertFacts()
+        #: Rows this connection inserted itself, for the terminal barrier (``run_rows``).
+        self.rows = RunRows()
         #: ``conn.total_changes`` at the ``BEGIN IMMEDIATE`` of the store's own open write
         #: transaction; None outside one and inside a joined one (set by ``RuntimeStore.write``).
         self.fresh_changes: int | None = None

@@ -16,9 +16,11 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from maka_ref._events.encode import EncodedRuntimeEvent, json_strict_equal
+from maka_ref._events.predicates import is_terminal_event
 from maka_ref._store.errors import RunSealedError, StoreError
 from maka_ref._store.insert_facts import InsertFacts
 from maka_ref._store.partial_keys import completed_stream_key, is_safe_id
+from maka_ref._store.run_rows import RunRows
 from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row, event_kind, read_event_row
 
 __all__ = [
@@ -179,6 +181,7 @@ def insert_event(
     allow_exact_duplicate: bool,
     identity_checked: bool = False,
     facts: InsertFacts | None = None,
+    rows: RunRows | None = None,
 ) -> tuple[int, bool]:
     """Insert one canonical event; returns ``(event_seq, created)``.
 
@@ -195,6 +198,9 @@ def insert_event(
     ``facts`` (T1/T2 only, after ``facts.begin``): skip the identity, claim and seal queries
     whose passing verdict is already known for this connection (``insert_facts``); the
     verdicts, and the order in which checks can fail, are unchanged.
+
+    ``rows`` (the gate's ``run_rows`` memory): remember the inserted row for the terminal
+    barrier (it records only inside an owned, validated store write).
     """
     event = encoded.event
     if identity_checked:
@@ -255,6 +261,8 @@ def insert_event(
             committed_at,
         ),
     )
+    if rows is not None:
+        rows.record(conn, event["sessionId"], event["runId"], event_id, is_terminal_event(event))
     conn.execute(
         "INSERT INTO runtime_session_event_ordinals (session_id, ordinal, event_id) "
         "SELECT ?, COALESCE(MAX(ordinal), 0) + 1, ? FROM runtime_session_event_ordinals WHERE session_id = ?",

@@ -144,14 +144,18 @@ class RuntimeStore:
             raise StoreError("RuntimeStore was opened read-only", code="read_only")
         with self._lock:
             owned = not self._conn.in_transaction
-            with write_transaction(self._conn) as conn:
-                gate = self._gate
-                outer = gate.fresh_changes
-                gate.fresh_changes = conn.total_changes if owned else None
-                try:
-                    yield conn
-                finally:
-                    gate.fresh_changes = outer if not owned else None
+            gate = self._gate
+            try:
+                with write_transaction(self._conn) as conn:
+                    outer = gate.fresh_changes
+                    gate.fresh_changes = conn.total_changes if owned else None
+                    gate.rows.begin(conn, owned)
+                    try:
+                        yield conn
+                    finally:
+                        gate.fresh_changes = outer if not owned else None
+            finally:
+                gate.rows.end(self._conn, owned)
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

@@ -168,11 +168,12 @@ def commit_t1(conn: sqlite3.Connection, gate: HealthGate, prepared: PreparedT1) 
         gate.transitions.settle(conn)
         facts.settle(conn)
         return CommitResult(False, seq)
-    insert_event(conn, prepared.call, data.committed_at, allow_exact_duplicate=True, facts=facts)
+    insert_event(conn, prepared.call, data.committed_at, allow_exact_duplicate=True, facts=facts, rows=gate.rows)
     # prepare_t1 proved the dispatch shares the call's execution identity, and the call's
     # insert (same transaction) checked that identity and added at most a row of it.
     seq, _ = insert_event(
-        conn, prepared.dispatch, data.committed_at, allow_exact_duplicate=False, identity_checked=True, facts=facts
+        conn, prepared.dispatch, data.committed_at, allow_exact_duplicate=False, identity_checked=True, facts=facts,
+        rows=gate.rows,
     )
     failpoint("after_runtime_event_insert")
     identity = (call["invocationId"], call["runId"], call["turnId"])
@@ -258,7 +259,8 @@ def outcome_steps(
             raise _fail(f"Missing RuntimeEvent {event['id']}", "missing_event")
         return CommitResult(False, seq)
     seq, _ = insert_event(
-        conn, encoded, committed_at, allow_exact_duplicate=False, identity_checked=identity_checked, facts=facts
+        conn, encoded, committed_at, allow_exact_duplicate=False, identity_checked=identity_checked, facts=facts,
+        rows=gate.rows,
     )
     failpoint("after_runtime_event_insert")
     insert_journal(
