@@ -196,14 +196,13 @@ def _rollback_quietly(conn: sqlite3.Connection) -> None:
         pass
 
 
-@contextmanager
-def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception (even ``BaseException``) rolls back and
-    propagates unchanged. Inside an already open transaction the body simply joins it."""
+def _transaction(conn: sqlite3.Connection, begin: str) -> Iterator[sqlite3.Connection]:
+    """``begin`` … ``COMMIT``; any exception (even ``BaseException``) rolls back and propagates
+    unchanged. Inside an already open transaction the body simply joins it."""
     if conn.in_transaction:
         yield conn
         return
-    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(begin)
     try:
         yield conn
     except BaseException:
@@ -214,22 +213,15 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     except BaseException:
         _rollback_quietly(conn)
         raise
+
+
+@contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (see :func:`_transaction`)."""
+    yield from _transaction(conn, "BEGIN IMMEDIATE")
 
 
 @contextmanager
 def read_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """Plain ``BEGIN`` … ``COMMIT`` so multi-statement reads see one snapshot."""
-    if conn.in_transaction:
-        yield conn
-        return
-    conn.execute("BEGIN")
-    try:
-        yield conn
-    except BaseException:
-        _rollback_quietly(conn)
-        raise
-    try:
-        conn.execute("COMMIT")
-    except BaseException:
-        _rollback_quietly(conn)
-        raise
+    yield from _transaction(conn, "BEGIN")
