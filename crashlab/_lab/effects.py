@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-__all__ = ["EFFECT_LOG", "notes_allowed", "read_effects", "starts_by_operation", "check_effects"]
+__all__ = ["EFFECT_LOG", "check_effects", "iter_effect_log", "notes_allowed", "read_effects", "starts_by_operation"]
 
 EFFECT_LOG = ".maka-effects.jsonl"
 #: The live crash script's two effects (``drive_live.crash_script``).
@@ -22,21 +22,34 @@ FIRST = "first line\n"
 MORE = "more\n"
 
 
-def read_effects(workspace: Path) -> tuple[list[dict[str, Any]], str]:
-    """The parsed lines, and a problem description ('' when the log is well formed)."""
+def iter_effect_log(workspace: str | Path) -> Iterator[tuple[int, str, dict[str, Any] | None, str]]:
+    """Every non-blank line of the effect log: ``(line number, text, parsed line or None,
+    problem)``, where ``problem`` is ``''``, ``"is not JSON"`` or
+    ``"lacks operationId/tool/argsHash/pid"``. No log: nothing."""
     path = Path(workspace) / EFFECT_LOG
     if not path.exists():
-        return [], ""
-    out = []
+        return
     for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         if not line.strip():
             continue
         try:
             value = json.loads(line)
         except ValueError:
-            return out, f"{EFFECT_LOG} line {n} is not JSON: {line[:200]!r}"
+            yield n, line, None, "is not JSON"
+            continue
         if not isinstance(value, dict) or not all(k in value for k in ("operationId", "tool", "argsHash", "pid")):
-            return out, f"{EFFECT_LOG} line {n} lacks operationId/tool/argsHash/pid: {line[:200]!r}"
+            yield n, line, None, "lacks operationId/tool/argsHash/pid"
+            continue
+        yield n, line, value, ""
+
+
+def read_effects(workspace: Path) -> tuple[list[dict[str, Any]], str]:
+    """The parsed lines up to the first malformed one, and a description of that one ('' when
+    the log is well formed)."""
+    out = []
+    for n, line, value, problem in iter_effect_log(workspace):
+        if value is None:
+            return out, f"{EFFECT_LOG} line {n} {problem}: {line[:200]!r}"
         out.append(value)
     return out, ""
 

@@ -17,6 +17,9 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from crashlab._lab.effects import iter_effect_log, starts_by_operation
+from crashlab._lab.oracles import operation_id_of
+
 __all__ = [
     "CLAIM_STATE_CODES",
     "FaultNotApplicable",
@@ -180,31 +183,19 @@ def wait_stopped(pid: int, timeout: float) -> str:
 
 
 def effect_lines(workspace: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The effect log (protocol §4.3) and the problems with it (malformed lines)."""
-    path = Path(workspace) / ".maka-effects.jsonl"
-    if not path.exists():
-        return [], []
+    """The effect log (protocol §4.3) and the problems with it (every malformed line)."""
     lines: list[dict[str, Any]] = []
     problems: list[str] = []
-    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError:
-            problems.append(f"line {n} is not JSON: {line[:120]!r}")
-            continue
-        if not isinstance(value, dict) or not all(k in value for k in ("operationId", "tool", "argsHash", "pid")):
-            problems.append(f"line {n} lacks operationId/tool/argsHash/pid: {line[:120]!r}")
-            continue
-        lines.append(value)
+    for n, line, value, problem in iter_effect_log(Path(workspace)):
+        if value is None:
+            problems.append(f"line {n} {problem}: {line[:120]!r}")
+        else:
+            lines.append(value)
     return lines, problems
 
 
 def double_starts(lines: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for line in lines:
-        counts[str(line["operationId"])] = counts.get(str(line["operationId"]), 0) + 1
+    counts = starts_by_operation({"operationId": str(line["operationId"])} for line in lines)
     return {op: n for op, n in counts.items() if n > 1}
 
 
@@ -302,16 +293,6 @@ def ops_of(run: Mapping[str, Any] | None) -> dict[str, str]:
     return {str(op.get("operationId")): str(op.get("currentState")) for op in (run or {}).get("toolOperations") or ()}
 
 
-def _operation_id(call_event: Mapping[str, Any]) -> str:
-    """``refs.operationId`` (T1 lane) or spec 30 §0.3 from invocation id and provider call id."""
-    refs = call_event.get("refs") if isinstance(call_event.get("refs"), Mapping) else {}
-    if isinstance(refs.get("operationId"), str):
-        return refs["operationId"]
-    from maka_ref._runtime.ids import operation_id
-
-    return operation_id(call_event["invocationId"], call_event["content"]["id"])
-
-
 def unanswered_operations(run: Mapping[str, Any] | None) -> set[str]:
     """Operations of a projected run whose call is committed and whose outcome is not: the
     indeterminate ones, on both lanes (T1 ``toolOperations`` not settled; legacy: a
@@ -324,7 +305,7 @@ def unanswered_operations(run: Mapping[str, Any] | None) -> set[str]:
         content = event.get("content") if isinstance(event.get("content"), Mapping) else {}
         if content.get("kind") == "function_call" and str(content.get("id")) not in answered:
             try:
-                out.add(_operation_id(event))
+                out.add(operation_id_of(event))
             except (KeyError, TypeError):
                 continue
     return out
