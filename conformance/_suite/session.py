@@ -108,24 +108,21 @@ class ImplementationSession:
         starts a new one)."""
         from crashlab import ProtocolFailure
 
-        client = self._ensure_shared()
-        try:
-            return client.call(op, params or {}, timeout=timeout)
-        except RuntimeError:
-            # the client had already ended the session (e.g. a harness-side error killed it):
-            # start a new process and send the request once more
-            self._shared = None
+        for attempt in (1, 2):
             client = self._ensure_shared()
             try:
                 return client.call(op, params or {}, timeout=timeout)
+            except RuntimeError:
+                # the client had already ended the session (e.g. a harness-side error killed
+                # it): start a new process and send the request once more
+                if attempt == 2:
+                    raise
+                self._shared = None
             except ProtocolFailure as exc:
                 self._shared = None
                 raise ClauseMismatch(f"the implementation misbehaved on {op}: {exc.verdict}: {exc.message}",
                                      evidence={"verdict": exc.verdict, "stderrTail": exc.stderr_tail}) from None
-        except ProtocolFailure as exc:
-            self._shared = None
-            raise ClauseMismatch(f"the implementation misbehaved on {op}: {exc.verdict}: {exc.message}",
-                                 evidence={"verdict": exc.verdict, "stderrTail": exc.stderr_tail}) from None
+        raise AssertionError("unreachable")
 
     @contextlib.contextmanager
     def fresh(self, *, cwd: str | None = None, env: Mapping[str, str] | None = None) -> Iterator[Any]:
