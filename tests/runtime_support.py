@@ -151,24 +151,29 @@ def spawn_until_failpoint(
 
 
 def wait_for_announcement(child: subprocess.Popen[bytes], point: str) -> subprocess.Popen[bytes]:
-    """Read the child's stderr until ``MAKA_FAILPOINT <point>`` (the store hooks' announcement),
-    within ``READY_DEADLINE_SECONDS``; a child that exits first or never gets there is killed
-    and the test fails with what it printed."""
+    """Wait for the store hooks' announcement ``MAKA_FAILPOINT <point>`` on the child's stderr."""
+    return wait_for_stderr(child, f"MAKA_FAILPOINT {point}\n".encode(), point)
+
+
+def wait_for_stderr(child: subprocess.Popen[bytes], token: bytes, what: str,
+                    seconds: float = READY_DEADLINE_SECONDS) -> subprocess.Popen[bytes]:
+    """Read the child's stderr until ``token`` appears (a substring of the accumulated stream),
+    within ``seconds``; a child that exits first or never gets there is killed and the test
+    fails with what it printed."""
     assert child.stderr is not None
-    token = f"MAKA_FAILPOINT {point}\n".encode()
     selector = selectors.DefaultSelector()
     selector.register(child.stderr, selectors.EVENT_READ)
     seen = b""
-    deadline = time.monotonic() + READY_DEADLINE_SECONDS
+    deadline = time.monotonic() + seconds
     try:
         while token not in seen:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not selector.select(remaining):
-                raise AssertionError(f"child never reached {point}; stderr so far: {seen!r}")
+                raise AssertionError(f"child never reached {what}; stderr so far: {seen!r}")
             chunk = os.read(child.stderr.fileno(), 4096)
             if not chunk:
                 out = child.stdout.read() if child.stdout else b""
-                raise AssertionError(f"child exited before {point}: rc={child.wait()} stderr={seen!r} stdout={out!r}")
+                raise AssertionError(f"child exited before {what}: rc={child.wait()} stderr={seen!r} stdout={out!r}")
             seen += chunk
     except BaseException:
         child.kill()

@@ -17,11 +17,9 @@ is listed in the doc.
 from __future__ import annotations
 
 import os
-import selectors
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +41,7 @@ from maka_ref._repair import repair_workspace
 from maka_ref._runtime import ScriptedProvider, load_script, run_turn
 from maka_ref._store.agent_runs import AgentRunStore
 from maka_ref._store.runtime_store import RuntimeStore
-from runtime_support import LEGACY, T1, effect_lines, script
+from runtime_support import LEGACY, T1, effect_lines, script, wait_for_stderr
 
 REPO = Path(__file__).resolve().parents[1]
 WRITE = {"toolCalls": [{"id": "call-1", "name": "Write", "args": {"path": "notes.txt", "content": "after"}}]}
@@ -372,27 +370,7 @@ def _run_child_until_ready(ws: Path, point: str, script_path: Path) -> subproces
         [sys.executable, "-c", CHILD, str(ws), point, str(script_path)],
         env=env, cwd=str(REPO), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    assert child.stderr is not None
-    marker, seen = f"READY:{point}\n".encode(), b""
-    selector = selectors.DefaultSelector()
-    selector.register(child.stderr, selectors.EVENT_READ)
-    deadline = time.monotonic() + 60
-    try:
-        while marker not in seen:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not selector.select(remaining):
-                raise AssertionError(f"child never reached {point}: {seen!r}")
-            chunk = os.read(child.stderr.fileno(), 4096)
-            if not chunk:
-                raise AssertionError(f"child exited before {point}: rc={child.wait()} stderr={seen!r}")
-            seen += chunk
-    except BaseException:
-        child.kill()
-        child.wait()
-        raise
-    finally:
-        selector.close()
-    return child
+    return wait_for_stderr(child, f"READY:{point}\n".encode(), point, seconds=60)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX SIGKILL semantics")

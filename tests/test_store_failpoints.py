@@ -4,7 +4,6 @@ SIGKILL (spec 30 §6.1–§6.2, §9 items 31, 35, 42, 87, 89, §10 items 9, 36, 
 from __future__ import annotations
 
 import os
-import selectors
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import pytest
 from maka_ref._store import failpoints
 from maka_ref._store.failpoints import FailpointTriggered, arm, armed, disarm, failpoint
 
+from runtime_support import wait_for_stderr
 from store_support import completed_bundle, ids, journal_states, open_store, t1_input, t2_input
 
 REPO = Path(__file__).resolve().parents[1]
@@ -155,28 +155,8 @@ def _run_until_blocked(root: Path, mode: str, env_value: str) -> subprocess.Pope
     env = dict(os.environ, MAKA_REF_FAILPOINT=env_value)
     script = _CHILD.format(repo=str(REPO), tests=str(REPO / "tests"), root=str(root), mode=mode)
     child = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert child.stderr is not None
-    selector = selectors.DefaultSelector()
-    selector.register(child.stderr, selectors.EVENT_READ)
-    seen = b""
-    deadline = time.monotonic() + 30
-    marker = b"MAKA_FAILPOINT after_runtime_event_insert\n"
-    try:
-        while marker not in seen:  # substring over the accumulated stream (§10 item 35)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not selector.select(remaining):
-                raise AssertionError(f"child never reached the failpoint; stderr so far: {seen!r}")
-            chunk = os.read(child.stderr.fileno(), 4096)
-            if not chunk:
-                raise AssertionError(f"child exited before the failpoint: {child.wait()} {seen!r}")
-            seen += chunk
-    except BaseException:
-        child.kill()
-        child.wait()
-        raise
-    finally:
-        selector.close()
-    return child
+    # substring over the accumulated stream (§10 item 35)
+    return wait_for_stderr(child, b"MAKA_FAILPOINT after_runtime_event_insert\n", "the failpoint", seconds=30)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX SIGKILL semantics")
