@@ -140,7 +140,20 @@ def certify(impl: str | None = None, *, level: str | None = None, report_dir: st
 
 
 def _reap_group(pgid: int) -> None:
-    """Kill whatever the run left in its process group (an implementation's stray child)."""
+    """Kill whatever the run left in its process group (an implementation's stray child).
+
+    The group's leader (the child pytest) is already reaped here, so its pid may have been
+    handed to another process. The kernel never reuses a pid while a group of that id still has
+    members: if the pid names a process again, our group is empty and that process is a
+    stranger, which must not be signalled."""
+    try:
+        os.kill(pgid, 0)
+    except ProcessLookupError:
+        pass  # nobody holds the pid: the group (if any member is left) is still ours
+    except PermissionError:
+        return  # a stranger's process took the pid
+    else:
+        return  # a process took the pid, so our group is empty
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
