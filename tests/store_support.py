@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from maka_ref._events.encode import encode_runtime_event
 from maka_ref._store import RuntimeStore, T1Input, T2Input
@@ -110,3 +110,13 @@ def projection_snapshot(store: RuntimeStore, operation_id: str = "operation-1") 
     operation = store.read_tool_operation(operation_id)
     journal = [record.to_json() for record in store.read_tool_journal(operation_id)]
     return (operation.to_json() if operation is not None else None, journal)
+
+
+def outcome_of(action: Callable[[], Any]) -> Any:
+    """What a store call did, as a comparable value: ``("ok", result)`` or ``("error", class,
+    code, message)`` (for runs of one scenario that must agree, e.g. with and without a cache)."""
+    try:
+        result = action()
+    except BaseException as error:  # noqa: BLE001 - the error *is* the observable result
+        return ("error", type(error).__name__, getattr(error, "code", None), str(error))
+    return ("ok", result.to_json() if hasattr(result, "to_json") else result)

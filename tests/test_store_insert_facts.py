@@ -19,20 +19,12 @@ import pytest
 
 from maka_ref._store import RuntimeStore, insert_facts
 from maka_ref._store.failpoints import FailpointTriggered, arm, disarm
-from store_support import raw, raw_insert
+from store_support import outcome_of as _outcome, raw, raw_insert
 from test_store_transition_cache import _envelope, t1, t2, tool_events
 
 SEAL_SQL = "json_extract(payload_json, '$.status')"
 IDENTITY_SQL = "SELECT DISTINCT"
 CLAIMS_SQL = "FROM runtime_continuation_claims"
-
-
-def _outcome(action: Callable[[], Any]) -> Any:
-    try:
-        result = action()
-    except BaseException as error:  # noqa: BLE001 - the error *is* the observable result
-        return ("error", type(error).__name__, getattr(error, "code", None), str(error))
-    return ("ok", result.to_json() if hasattr(result, "to_json") else result)
 
 
 def _rows(root: Path) -> list[Any]:

@@ -27,7 +27,7 @@ from maka_ref._codec.argshash import canonical_args_hash
 from maka_ref._ledger.transition import TransitionState, validate_transition
 from maka_ref._store import RuntimeStore, T1Input, T2Input, health
 from maka_ref._store.failpoints import FailpointTriggered, arm, disarm
-from store_support import raw, raw_insert
+from store_support import outcome_of as _outcome, raw, raw_insert
 
 SESSION = "cache-session"
 
@@ -119,14 +119,6 @@ def test_spent_state_cannot_be_advanced() -> None:
 # =======================================================================================
 # Store: cached == uncached under foreign writes
 # =======================================================================================
-
-
-def _outcome(action: Callable[[], Any]) -> Any:
-    try:
-        result = action()
-    except BaseException as error:  # noqa: BLE001 - the error *is* the observable result
-        return ("error", type(error).__name__, getattr(error, "code", None), str(error))
-    return ("ok", result.to_json() if hasattr(result, "to_json") else result)
 
 
 def _rows(root: Path) -> list[tuple[Any, ...]]:
