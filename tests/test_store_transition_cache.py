@@ -14,8 +14,11 @@ Two guards:
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
@@ -270,7 +273,7 @@ def test_rolled_back_write_is_not_remembered(tmp_path: Path, monkeypatch: pytest
 
 def test_settled_entry_of_a_rolled_back_outer_transaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """T1 joins an outer transaction that then rolls back: its settled entry describes rows
-    that vanished; the row-count/max(event_seq) fingerprint must notice."""
+    that vanished, so a write that joined a caller's transaction is never confirmed."""
 
     def scenario(store: RuntimeStore, root: Path) -> list[Any]:
         out = [_outcome(lambda: store.commit_tool_prepared(t1(0)))]
@@ -333,3 +336,85 @@ def test_consecutive_writes_reuse_the_scanned_invocation(tmp_path: Path) -> None
         store.close()
     full_reads = [s for s in statements if s.startswith("SELECT event_id") and "WHERE invocation_id =" in s]
     assert len(full_reads) == 1
+
+
+def test_commit_that_fails_after_settle_is_not_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entry a T1 settled must not outlive a ``COMMIT`` that failed: the write rolled back,
+    so the cached state (and the ``max(event_seq)`` it gives the next insert) would describe
+    rows that never became durable. Entries are confirmed only after the store's own COMMIT."""
+    from maka_ref._store import runtime_store
+
+    real = runtime_store.write_transaction
+    failing: list[bool] = [False]
+
+    @contextmanager
+    def commit_may_fail(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        if not failing[0]:
+            with real(conn) as inner:
+                yield inner
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        finally:
+            conn.execute("ROLLBACK")
+        raise sqlite3.OperationalError("disk I/O error (simulated failing COMMIT)")
+
+    monkeypatch.setattr(runtime_store, "write_transaction", commit_may_fail)
+
+    def scenario(store: RuntimeStore, root: Path) -> list[Any]:
+        out = [_outcome(lambda: store.commit_tool_prepared(t1(0)))]
+        failing[0] = True
+        out.append(_outcome(lambda: store.commit_tool_prepared(t1(1))))
+        failing[0] = False
+        out.append(_outcome(lambda: store.commit_tool_outcome(t2(1))))  # the operation never existed
+        out.append(_outcome(lambda: store.commit_tool_prepared(t1(1))))
+        out.append(_outcome(lambda: store.commit_tool_outcome(t2(1))))
+        return out
+
+    results = _both(tmp_path, monkeypatch, scenario)
+    assert results[1][:2] == ("error", "OperationalError")
+    assert results[2][0] == "error" and results[2][2] == "unknown_tool_operation"
+    assert results[3] == ("ok", {"created": True, "runtimeEventSeq": 4})
+    assert results[4] == ("ok", {"created": True, "runtimeEventSeq": 5})
+
+
+def test_call_stored_before_t1_numbers_the_dispatch_right_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """T1 whose function_call is already stored (an exact duplicate it may re-use): only the
+    dispatch is new and must get ``max(event_seq) + 1``, with the cache as without."""
+
+    def scenario(store: RuntimeStore, root: Path) -> list[Any]:
+        out = [_outcome(lambda: store.commit_tool_prepared(t1(0))), _outcome(lambda: store.commit_tool_outcome(t2(0)))]
+        out.append(_outcome(lambda: store.append(tool_events(1)[0])))
+        out.append(_outcome(lambda: store.commit_tool_prepared(t1(1))))
+        out.append(_outcome(lambda: store.commit_tool_outcome(t2(1))))
+        return out
+
+    results = _both(tmp_path, monkeypatch, scenario)
+    assert [r[0] for r in results] == ["ok"] * 5
+    assert results[3] == ("ok", {"created": True, "runtimeEventSeq": 5})
+    assert results[4] == ("ok", {"created": True, "runtimeEventSeq": 6})
+
+
+def test_steady_tool_loop_needs_no_max_query_and_one_data_version_per_write(tmp_path: Path) -> None:
+    """After the first write of an invocation, T1/T2 number their rows from the transition
+    check's verified ``max(event_seq)`` and read ``PRAGMA data_version`` once per transaction."""
+    store = RuntimeStore.open(tmp_path)
+    try:
+        store.commit_tool_prepared(t1(0))
+        store.commit_tool_outcome(t2(0))
+        statements: list[str] = []
+        store.connection.set_trace_callback(statements.append)
+        for call in range(1, 4):
+            store.commit_tool_prepared(t1(call))
+            store.commit_tool_outcome(t2(call))
+        store.connection.set_trace_callback(None)
+        seqs = store.connection.execute(
+            "SELECT event_seq FROM runtime_events WHERE invocation_id = 'inv-1' ORDER BY event_seq").fetchall()
+    finally:
+        store.close()
+    assert [s for s in statements if "MAX(event_seq)" in s] == []
+    assert sum(s == "PRAGMA data_version" for s in statements) == sum(s == "BEGIN IMMEDIATE" for s in statements) == 6
+    assert [row[0] for row in seqs] == list(range(1, 13))

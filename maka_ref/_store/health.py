@@ -85,6 +85,7 @@ class HealthGate:
     def failure(self) -> BaseException | None:
         """The cached failure after rescanning if ``data_version`` moved."""
         version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        self.rows.seen_version(version)
         if not self._scanned or version != self._data_version:
             self._failure = scan_store(self._conn)
             self._data_version = version

@@ -182,6 +182,7 @@ def insert_event(
     identity_checked: bool = False,
     facts: InsertFacts | None = None,
     rows: RunRows | None = None,
+    event_seq: int | None = None,
 ) -> tuple[int, bool]:
     """Insert one canonical event; returns ``(event_seq, created)``.
 
@@ -201,6 +202,10 @@ def insert_event(
 
     ``rows`` (the gate's ``run_rows`` memory): remember the inserted row for the terminal
     barrier (it records only inside an owned, validated store write).
+
+    ``event_seq``: the number a new row gets, when the caller knows the invocation's exact
+    ``max(event_seq) + 1`` in this transaction (T1/T2, from ``TransitionCache.max_seq``);
+    otherwise it is queried.
     """
     event = encoded.event
     if identity_checked:
@@ -243,9 +248,11 @@ def insert_event(
             check_run_sealed(conn, *run_key)
             if learning:
                 facts.add_unsealed(run_key)
-    event_seq = conn.execute(
-        "SELECT COALESCE(MAX(event_seq), 0) + 1 FROM runtime_events WHERE invocation_id = ?", (event["invocationId"],)
-    ).fetchone()[0]
+    if event_seq is None:
+        event_seq = conn.execute(
+            "SELECT COALESCE(MAX(event_seq), 0) + 1 FROM runtime_events WHERE invocation_id = ?",
+            (event["invocationId"],),
+        ).fetchone()[0]
     conn.execute(
         "INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, turn_id, event_seq, "
         "event_kind, payload_json, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

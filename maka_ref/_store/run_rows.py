@@ -73,11 +73,21 @@ class RunRows:
     def _check_version(self, conn: sqlite3.Connection) -> None:
         if self._version_read:
             return
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        self._note_version(conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def _note_version(self, version: object) -> None:
         if version != self._data_version:
             self.clear()
             self._data_version = version
         self._version_read = True
+
+    def seen_version(self, version: object) -> None:
+        """The store just read ``PRAGMA data_version`` on this connection (the health gate).
+        Inside an owned write that value holds for the whole transaction (the write lock
+        keeps other connections from committing), so the memory can use it instead of a
+        second read; outside one it is ignored."""
+        if self._learning:
+            self._note_version(version)
 
     def record(self, conn: sqlite3.Connection, session_id: str, run_id: str, event_id: str, terminal: bool) -> None:
         """``insert_event`` just inserted this row (same transaction)."""

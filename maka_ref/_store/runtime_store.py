@@ -145,6 +145,7 @@ class RuntimeStore:
         with self._lock:
             owned = not self._conn.in_transaction
             gate = self._gate
+            committed = False
             try:
                 with write_transaction(self._conn) as conn:
                     outer = gate.fresh_changes
@@ -154,7 +155,9 @@ class RuntimeStore:
                         yield conn
                     finally:
                         gate.fresh_changes = outer if not owned else None
+                committed = owned
             finally:
+                gate.transitions.end_write(committed)
                 gate.rows.end(self._conn, owned)
 
     @contextmanager

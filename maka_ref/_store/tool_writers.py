@@ -168,12 +168,16 @@ def commit_t1(conn: sqlite3.Connection, gate: HealthGate, prepared: PreparedT1) 
         gate.transitions.settle(conn)
         facts.settle(conn)
         return CommitResult(False, seq)
-    insert_event(conn, prepared.call, data.committed_at, allow_exact_duplicate=True, facts=facts, rows=gate.rows)
+    max_seq = gate.transitions.max_seq(conn, gate.data_version, call["invocationId"])
+    _, call_created = insert_event(
+        conn, prepared.call, data.committed_at, allow_exact_duplicate=True, facts=facts, rows=gate.rows,
+        event_seq=None if max_seq is None else max_seq + 1,
+    )
     # prepare_t1 proved the dispatch shares the call's execution identity, and the call's
     # insert (same transaction) checked that identity and added at most a row of it.
     seq, _ = insert_event(
         conn, prepared.dispatch, data.committed_at, allow_exact_duplicate=False, identity_checked=True, facts=facts,
-        rows=gate.rows,
+        rows=gate.rows, event_seq=None if max_seq is None else max_seq + 1 + call_created,
     )
     failpoint("after_runtime_event_insert")
     identity = (call["invocationId"], call["runId"], call["turnId"])
@@ -258,9 +262,11 @@ def outcome_steps(
         if seq is None:
             raise _fail(f"Missing RuntimeEvent {event['id']}", "missing_event")
         return CommitResult(False, seq)
+    # T2 only (the bundle passes no facts): its transition check just established the max.
+    max_seq = None if facts is None else gate.transitions.max_seq(conn, gate.data_version, event["invocationId"])
     seq, _ = insert_event(
         conn, encoded, committed_at, allow_exact_duplicate=False, identity_checked=identity_checked, facts=facts,
-        rows=gate.rows,
+        rows=gate.rows, event_seq=None if max_seq is None else max_seq + 1,
     )
     failpoint("after_runtime_event_insert")
     insert_journal(
