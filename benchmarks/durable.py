@@ -21,6 +21,9 @@ Measures, in one process and on one disk (a temporary directory under ``--dir``)
    conditions even when fsync latency drifts; the **ratio = (tool calls/s) / (raw
    commits/s)** is reported per round and from the medians (two commits per call make 0.5
    the physical ceiling).
+   **Pages written per commit** (``benchmarks._write_set``, untimed): WAL frames appended by
+   one raw commit, one T1 and one T2, and the b-trees they belong to. It explains why the
+   ratio stays far below 0.5 where fsync is cheap (``--skip-write-set`` skips it).
 4. **Where the time goes, by invocation size**: tool calls/s for several ``calls per run``,
    with the transition check, ``insert_event``, the canonicalisation and the ``COMMIT``
    timed separately (in-process wrappers around the store's functions; no store file is
@@ -59,6 +62,8 @@ from maka_ref._ledger.scanner import scan_tool_ledger
 from maka_ref._store import RuntimeStore, T1Input, T2Input
 from maka_ref._store.connection import connect
 from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row, event_kind
+
+from benchmarks._write_set import measure_write_set
 
 T1_PROTOCOL = "t1_after_preflight_v1"
 SESSION = "bench-session"
@@ -621,8 +626,21 @@ def _filesystem(path: Path) -> str:
         return "unknown"
 
 
+def _print_write_set(ws: dict[str, Any]) -> None:
+    print()
+    print(f"### Pages written per commit (WAL frames of {ws['pageSize']} bytes, mean of {ws['commits']} commits each)")
+    print()
+    print("| commit | WAL frames | b-trees touched (commits of the sample that touched it) |")
+    print("|---|---:|---|")
+    print(f"| raw single-row commit | {ws['rawFrames']:.1f} | raw_commits |")
+    for key, label in (("t1", "T1 `commit_tool_prepared`"), ("t2", "T2 `commit_tool_outcome`")):
+        trees = ws[f"{key}Btrees"]
+        listed = ", ".join(f"{name} ({count})" for name, count in trees.items()) if trees else "(no dbstat)"
+        print(f"| {label} | {ws[f'{key}Frames']:.1f} | {listed} |")
+
+
 def print_report(env: dict[str, Any], tp: dict[str, Any] | None, scaling: list[dict[str, Any]] | None,
-                 rb: dict[str, Any] | None) -> None:
+                 rb: dict[str, Any] | None, ws: dict[str, Any] | None = None) -> None:
     print(f"Python {env['python']}, SQLite {env['sqlite']}, {env['platform']}, {env['cpus']} CPUs")
     print(f"directory: {env['dir']} ({env['filesystem']}); journal_mode=wal, synchronous=FULL (asserted)")
     if tp is not None:
@@ -645,6 +663,8 @@ def print_report(env: dict[str, Any], tp: dict[str, Any] | None, scaling: list[d
         print(f"**ratio = tool calls/s ÷ raw commits/s = {tp['ratio']:.3f}** (ceiling 0.5, target ≥ 0.4); "
               f"store-shaped SQL alone: {tp['ratioShaped']:.3f}; per round: "
               + ", ".join(f"{r:.3f}" for r in tp["perRoundRatios"]))
+    if ws is not None:
+        _print_write_set(ws)
     if scaling:
         print()
         print("### Where one T1 + T2 spends its time, by invocation size (ms per tool call)")
@@ -699,6 +719,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rebuild-events", type=int, default=100_000, help="0 = skip the rebuild measurement")
     parser.add_argument("--rebuild-repeat", type=int, default=3)
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--skip-write-set", action="store_true", help="skip counting WAL frames per commit")
     parser.add_argument("--json", dest="json_path", default=None, help="also write the results here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary databases")
     args = parser.parse_args(argv)
@@ -717,16 +738,18 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_throughput:
             tp = measure_throughput(root, args.calls, args.rounds, args.raw_commits, args.slices,
                                     args.calls_per_run, args.warmup_calls, args.warmup_commits)
+        ws = None if args.skip_write_set else measure_write_set(root)
         sizes = [int(s) for s in args.scaling.split(",") if s]
         scaling = measure_scaling(root, sizes, args.scaling_calls, min(args.warmup_calls, 200)) if sizes else None
         rb = measure_rebuild(root, args.rebuild_events, args.rebuild_repeat) if args.rebuild_events > 0 else None
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
-    print_report(env, tp, scaling, rb)
+    print_report(env, tp, scaling, rb, ws)
     if args.json_path:
         with open(args.json_path, "w", encoding="utf-8") as fh:
-            json.dump({"env": env, "throughput": tp, "scaling": scaling, "rebuild": rb}, fh, indent=2)
+            json.dump({"env": env, "throughput": tp, "writeSet": ws, "scaling": scaling, "rebuild": rb}, fh,
+                      indent=2)
             fh.write("\n")
     return 0
 
