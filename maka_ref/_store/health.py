@@ -20,6 +20,7 @@ import sqlite3
 from maka_ref._ledger.scanner import scan_tool_ledger
 from maka_ref._ledger.transition import validate_transition
 from maka_ref._store.errors import ToolLedgerCorruptionError, ToolLedgerRejectionError
+from maka_ref._store.gc_pause import cyclic_gc_paused
 from maka_ref._store.insert_facts import InsertFacts
 from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row
 from maka_ref._store.run_rows import RunRows
@@ -37,13 +38,14 @@ def scan_store(conn: sqlite3.Connection) -> BaseException | None:
     rows = conn.execute(
         f"SELECT {EVENT_COLUMNS} FROM runtime_events ORDER BY invocation_id ASC, event_seq ASC, event_id ASC"
     ).fetchall()
-    events = []
-    for row in rows:
-        try:
-            events.append(decode_event_row(row).event)
-        except Exception as error:  # noqa: BLE001 - cached and re-thrown by check()
-            return error
-    scan = scan_tool_ledger(events)
+    with cyclic_gc_paused(len(rows)):
+        events = []
+        for row in rows:
+            try:
+                events.append(decode_event_row(row).event)
+            except Exception as error:  # noqa: BLE001 - cached and re-thrown by check()
+                return error
+        scan = scan_tool_ledger(events)
     if scan.issues:
         first = scan.issues[0]
         return ToolLedgerCorruptionError(first.code, first.event_id)

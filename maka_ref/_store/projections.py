@@ -22,6 +22,7 @@ from maka_ref._codec.jsontext import parse_json, stable_json
 from maka_ref._ledger.bundle import interpret_operation
 from maka_ref._ledger.scanner import scan_tool_ledger
 from maka_ref._store.errors import StoreError
+from maka_ref._store.gc_pause import cyclic_gc_paused
 from maka_ref._store.records import RebuildReport, ToolJournalRecord, ToolOperationRecord
 from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row
 
@@ -122,6 +123,12 @@ def rebuild(conn: sqlite3.Connection, session_id: str | None = None) -> RebuildR
         sql += " WHERE session_id = ?"
         params = (session_id,)
     rows = conn.execute(sql + " ORDER BY invocation_id ASC, event_seq ASC, event_id ASC", params).fetchall()
+    with cyclic_gc_paused(len(rows)):
+        return _rebuild_from(conn, rows, session_id)
+
+
+def _rebuild_from(conn: sqlite3.Connection, rows: list[Any], session_id: str | None) -> RebuildReport:
+    """The rebuild proper: decode and scan ``rows``, then rewrite the scoped projections."""
     stored = [decode_event_row(row) for row in rows]
     events = [item.event for item in stored]
     order = {item.event_id: index for index, item in enumerate(stored)}
