@@ -1,5 +1,6 @@
-"""The store clause modules (``conformance.suite.test_store_writes``, ``test_store_projections``,
-``test_store_reopen``, ``test_phase0_crash_prefixes``) pass against the reference adapter.
+"""The store clause modules (``conformance.suite.test_store_open``, ``test_store_append``,
+``test_store_tool_writes``, ``test_store_bundle``, ``test_store_projections``, ``test_store_reopen``,
+``test_phase0_crash_prefixes``) pass against the reference adapter.
 
 They run exactly as ``maka-conformance certify`` runs them: a child ``pytest`` with the plugin
 loaded explicitly (entry-point autoload off, so it is not registered twice), two xdist workers,
@@ -14,12 +15,15 @@ from pathlib import Path
 from suite_support import assert_every_clause_passed, run_suite_modules
 
 MODULES = (
-    "conformance.suite.test_store_writes",
+    "conformance.suite.test_store_open",
+    "conformance.suite.test_store_append",
+    "conformance.suite.test_store_tool_writes",
+    "conformance.suite.test_store_bundle",
     "conformance.suite.test_store_projections",
     "conformance.suite.test_store_reopen",
     "conformance.suite.test_phase0_crash_prefixes",
 )
-#: 60 writes (open/schema 4, append 11, lanes 9, T1 14, T2 10, bundle 12) + 8 projections
+#: 60 writes (open/schema 4; append 11 + lanes 9; T1 14 + T2 10; bundle 12) + 8 projections
 #: + 5 reopen + 12 Phase 0 crash prefixes (P0–P11).
 EXPECTED_CLAUSES = 85
 

@@ -261,6 +261,13 @@ class Store:
         return ledger_bytes(self.ws, self.ledger_files)
 
 
+def open_store(maka: Any, tmp_path: Path) -> Store:
+    """A new workspace under ``tmp_path``, opened for writing through ``maka``."""
+    store = Store(maka, new_workspace(tmp_path))
+    store.open()
+    return store
+
+
 def ledger_bytes(ws: str, files: Iterable[str]) -> dict[str, bytes | None]:
     out: dict[str, bytes | None] = {}
     for name in files:

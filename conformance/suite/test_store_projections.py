@@ -21,7 +21,7 @@ from typing import Any
 
 from conformance.clauses import clause, expect_equal
 from conformance.suite._store_support import (
-    Store, call_event, canonical, decision_event, dispatch_event, expect_same_bytes, ident, new_workspace,
+    Store, call_event, canonical, decision_event, dispatch_event, expect_same_bytes, ident, open_store,
     reconcile_event, response_event, expect_resolution_and_plan, tool_states, user_event,
 )
 
@@ -81,19 +81,13 @@ def build_scenarios(store: Store) -> dict[str, dict[str, str]]:
     return out
 
 
-def _open(maka: Any, tmp_path: Path) -> Store:
-    store = Store(maka, new_workspace(tmp_path))
-    store.open()
-    return store
-
-
 @clause("STORE-PROJ-001", spec="30 §3.1", capability="store",
         title="toolOperations currentState and version follow §3.1 for T1, T2 (success and error), park and completed recovery")
 def test_states(maka: Any, tmp_path: Path) -> None:
     """spec 30 §3.1: prepared [1]; T2 → outcome_committed [2] (an ``isError`` outcome too);
     parked bundle → recovery_parked [3]; completed bundle → recovery_completed [4]. Also the
     record's ``resultEventId`` (set exactly when an outcome exists) and ``dispatchEventId``."""
-    store = _open(maka, tmp_path)
+    store = open_store(maka, tmp_path)
     build_scenarios(store)
     projection = store.project()
     expected = {op: {"currentState": state, "version": VERSIONS[state]} for op, state in SCENARIOS.items()}
@@ -113,7 +107,7 @@ def test_journal_rows(maka: Any, tmp_path: Path) -> None:
     ``<eventId>_journal``; ``runtime_event_id`` → dispatch / response / reconcile / decision),
     §3.3 and §10 #22 (``committed_at``: T1/T2 = caller's ``committedAt``; recovery facts = the
     event's ``ts``). ``committedAt`` is compared when the implementation reports it."""
-    store = _open(maka, tmp_path)
+    store = open_store(maka, tmp_path)
     build_scenarios(store)
     projection = store.project()
     for n, (op, state) in enumerate(SCENARIOS.items(), start=1):
@@ -143,7 +137,7 @@ def test_unsettled(maka: Any, tmp_path: Path) -> None:
     """spec 30 §3.1: unsettled = ``current_state='prepared' AND result_event_id IS NULL AND
     dispatch_event_id IS NOT NULL``, ordered by invocation, operation. Two prepared operations in
     two invocations plus three settled ones → exactly the two, in invocation order."""
-    store = _open(maka, tmp_path)
+    store = open_store(maka, tmp_path)
     build_scenarios(store)
     identity = ident(9, sessionId="session-p")
     store.t1(op="op-late", call=call_event("late-call", call_id="provider-late", identity=identity),
@@ -161,7 +155,7 @@ def test_resolution_and_plan(maka: Any, tmp_path: Path) -> None:
     are the oracle), §9 #57 (prepared → indeterminate, success/error → completed, parked →
     parked, completed bundle → completed). Also: each run's projected ``events`` equal
     ``store.read_events``."""
-    store = _open(maka, tmp_path)
+    store = open_store(maka, tmp_path)
     identities = build_scenarios(store)
     projection = store.project()
     for op, identity in identities.items():
@@ -180,7 +174,7 @@ def test_reading_never_writes(maka: Any, tmp_path: Path) -> None:
     """protocol §4.2 / §4.2.1 (``store.project`` and ``store.read_events`` MUST leave
     ``ledgerFiles`` byte-identical), spec 30 §4 (reads are reads). Done on a workspace with
     every kind of operation, after the writes, while the writer session is still open."""
-    store = _open(maka, tmp_path)
+    store = open_store(maka, tmp_path)
     identities = build_scenarios(store)
     before = store.file_bytes()
     first = store.project()
@@ -198,7 +192,7 @@ def test_rebuild_equals_online(maka: Any, tmp_path: Path) -> None:
     """spec 30 §3.2 (counts: prepared 1/1, T2 1/2, parked 1/3, completed 1/4 → here 5 operations,
     1+2+2+3+4 = 12 journal rows), §3.3 (online and rebuilt records identical field by field;
     ``journal_seq`` is not compared), §9 #41 and #51. The resolutions are unchanged too."""
-    store = _open(maka, tmp_path)
+    store = open_store(maka, tmp_path)
     build_scenarios(store)
     online = store.project()
     result = store.ok("store.rebuild_projections", {"workspace": store.ws})
@@ -217,7 +211,7 @@ def test_rebuild_interleaved(maka: Any, tmp_path: Path) -> None:
     """spec 30 §3.3, §9 #52 / spec 10 §7.9 #107: two operations of one invocation whose writes
     interleave; the rebuilt records and journals (in journal order per operation) equal the
     online ones, and both end ``outcome_committed`` [2]."""
-    store = _open(maka, tmp_path)
+    store = open_store(maka, tmp_path)
     store.append(user_event())
     for n in (1, 2):
         store.t1(op=f"operation-{n}", call=call_event(f"call-event-{n}", call_id=f"provider-call-{n}", ts=n),
@@ -245,7 +239,7 @@ def test_runs_shape(maka: Any, tmp_path: Path) -> None:
     """protocol §4.2.1 (``runs`` ordered by ``(sessionId, runId)``, ``events`` by ``event_seq``),
     spec 30 §4. Three runs written out of order; a run with only ordinary events projects empty
     ``toolOperations``/``toolJournalEvents``; a healthy store reports ``health: healthy``."""
-    store = _open(maka, tmp_path)
+    store = open_store(maka, tmp_path)
     written = [ident("b"), ident("a"), ident("a", runId="run-0", invocationId="invocation-a0", turnId="turn-a0")]
     for n, identity in enumerate(written):
         store.append(user_event(f"user-{n}", ts=n + 1, identity=identity))
