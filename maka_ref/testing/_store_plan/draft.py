@@ -13,28 +13,7 @@ from typing import Any, Callable
 from hypothesis import strategies as st
 
 from maka_ref.testing._store_plan.model import StoreWrite
-from maka_ref.testing._strategies.builder import styled_event_id
-
-@dataclass(frozen=True)
-class _Spine:
-    session_id: str
-    run_id: str
-    turn_id: str
-    invocation_id: str
-
-    def envelope(self, event_id: str, ts: float, role: str, author: str) -> dict[str, Any]:
-        return {
-            "id": event_id,
-            "invocationId": self.invocation_id,
-            "runId": self.run_id,
-            "sessionId": self.session_id,
-            "turnId": self.turn_id,
-            "ts": ts,
-            "partial": False,
-            "role": role,
-            "author": author,
-        }
-
+from maka_ref.testing._strategies.builder import _Spine, styled_event_id
 
 @dataclass
 class _Op:

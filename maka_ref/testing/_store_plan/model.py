@@ -12,16 +12,12 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from maka_ref.testing.strategies import T1, OperationTruth
+from maka_ref.testing._strategies.ledger_model import healthy_resolution
+from maka_ref.testing.strategies import OperationTruth
 
 PATHS = ("t1_only", "t1_t2", "t1_completed", "t1_parked", "pre_t1_synthetic", "legacy_call_only")
 WriteKind = Literal["append", "import_batch", "terminal", "t1", "t2", "bundle", "reopen"]
 
-_PARK_REASON = {
-    "matches_prior_state": "reconcile_matches_prior_state",
-    "diverged": "reconcile_diverged",
-    "unreadable": "reconcile_unreadable",
-}
 
 
 def derive_operation_id(invocation_id: str, provider_tool_call_id: str) -> str:
@@ -113,15 +109,8 @@ class RunTruth:
 
     def expected_resolution(self) -> dict[str, Any]:
         """The exact ``resolve_recovery(read_run_events(...)).to_json()`` (spec 10 §6.1–§6.3)."""
-        decisions = [op.expected_decision(self.new_protocol) for op in self.operations]
-        out: dict[str, Any] = {}
-        if self.new_protocol:
-            out["toolBoundaryProtocol"] = T1
-        out["decisions"] = decisions
-        out["issues"] = []
-        out["hasCorruption"] = False
-        out["requiresReconciliation"] = any(d["status"] == "indeterminate" for d in decisions)
-        return out
+        return healthy_resolution([op.expected_decision(self.new_protocol) for op in self.operations],
+                                  self.new_protocol)
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from typing import Any, Callable
 from hypothesis import strategies as st
 
 from maka_ref.testing._store_plan.draft import _Draft, _Op, _Run, _Spine
+from maka_ref.testing._strategies.constants import _PARK_REASON
 from maka_ref.testing._store_plan.model import (
-    _PARK_REASON,
     PATHS,
     RunTruth,
     StoreOperationTruth,

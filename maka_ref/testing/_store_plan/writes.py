@@ -24,7 +24,8 @@ from maka_ref.testing._store_plan.events import (
     _terminal_event,
     _user_event,
 )
-from maka_ref.testing._store_plan.model import _PARK_REASON, BundleInput, StoreWrite, WriteKind
+from maka_ref.testing._store_plan.model import BundleInput, StoreWrite, WriteKind
+from maka_ref.testing._strategies.constants import _PARK_REASON
 
 def _operation_json(op: _Op, state: str, result_event_id: str | None, version: int) -> dict[str, Any]:
     assert op.call is not None and op.dispatch is not None

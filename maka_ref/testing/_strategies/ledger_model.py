@@ -16,6 +16,20 @@ from typing import Any, Literal
 from maka_ref.testing._strategies.constants import _PARK_REASON, T1, Protocol
 
 
+def healthy_resolution(decisions: list[dict[str, Any]], new_protocol: bool) -> dict[str, Any]:
+    """The exact ``Resolution.to_json()`` of a healthy run with these decisions (spec 10
+    §6.1–§6.3): no issues, no corruption, reconciliation required iff a decision is
+    indeterminate. Shared by the ledger and the store-plan ground truths."""
+    out: dict[str, Any] = {}
+    if new_protocol:
+        out["toolBoundaryProtocol"] = T1
+    out["decisions"] = decisions
+    out["issues"] = []
+    out["hasCorruption"] = False
+    out["requiresReconciliation"] = any(d["status"] == "indeterminate" for d in decisions)
+    return out
+
+
 @dataclass(frozen=True)
 class OperationTruth:
     """What is true about one tool operation of a healthy ledger, by construction.
@@ -152,15 +166,7 @@ class Ledger:
 
     def expected_resolution(self) -> dict[str, Any]:
         """The exact ``Resolution.to_json()`` the spec requires (spec 10 §6.1–§6.3)."""
-        decisions = self.expected_decisions()
-        out: dict[str, Any] = {}
-        if self.new_protocol:
-            out["toolBoundaryProtocol"] = T1
-        out["decisions"] = decisions
-        out["issues"] = []
-        out["hasCorruption"] = False
-        out["requiresReconciliation"] = any(d["status"] == "indeterminate" for d in decisions)
-        return out
+        return healthy_resolution(self.expected_decisions(), self.new_protocol)
 
     def expected_replay_ids(self) -> list[str]:
         """Spec 20 §1.7 on a healthy ledger: drop partial events and the call/response
