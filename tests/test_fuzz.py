@@ -15,6 +15,7 @@ import io
 import json
 import os
 import shlex
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -210,3 +211,16 @@ def test_no_batch_flag_and_the_default_database_location(tmp_path: Path, monkeyp
     assert summary["batching"] is False and list(summary["properties"]) == ["ledger"]
     assert summary["database"] == os.path.join(str(tmp_path), ".hypothesis", "maka-fuzz")
     assert (tmp_path / ".hypothesis" / "maka-fuzz").is_dir()
+
+
+def test_building_the_cli_parser_does_not_load_the_fuzz_machinery() -> None:
+    """Every ``maka-conformance`` command builds the whole parser, fuzz subcommands included;
+    the ``conformance._fuzz`` package loads its machinery (and Hypothesis) only on first use."""
+    code = ("import sys; from conformance._cli.main import build_parser; build_parser(); "
+            "import conformance._fuzz as fuzz; "
+            "print([m for m in sys.modules if m.split('.')[0] == 'hypothesis' "
+            "or m in ('conformance._fuzz._runner', 'conformance._fuzz._bundles')]); "
+            "print(fuzz.DB_ENV, sorted(set(fuzz.__all__) - set(dir(fuzz))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.splitlines() == ["[]", "MAKA_FUZZ_DB []"]

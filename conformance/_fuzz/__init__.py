@@ -17,10 +17,36 @@ Private modules (the CLI and the tests use these names; nothing here is a stable
 * :mod:`._targets`   the reference in process and the implementation over the protocol;
 * :mod:`._bundles`   failure bundles, replay, ``--as-vector``;
 * :mod:`._values`    wire semantics and what is compared.
+
+The names below are loaded on first use (PEP 562): importing a submodule such as
+:mod:`._cli` to build ``maka-conformance``'s argument parser must not pull Hypothesis and the
+search machinery into every command (≈ 0.13 s).
 """
 
-from conformance._fuzz._bundles import bundle_as_vector, load_bundle, replay_bundle
-from conformance._fuzz._runner import DB_ENV, FuzzConfig, FuzzResult, database_path, run_fuzz
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: public name -> the private module that defines it
+_EXPORTS = {
+    "bundle_as_vector": "_bundles", "load_bundle": "_bundles", "replay_bundle": "_bundles",
+    "DB_ENV": "_runner", "FuzzConfig": "_runner", "FuzzResult": "_runner", "database_path": "_runner",
+    "run_fuzz": "_runner",
+}
 
 __all__ = ["DB_ENV", "FuzzConfig", "FuzzResult", "bundle_as_vector", "database_path", "load_bundle",
            "replay_bundle", "run_fuzz"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
