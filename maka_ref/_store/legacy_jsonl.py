@@ -34,28 +34,51 @@ returns exactly what an import would store.
 Depends on: ``_codec`` (``parse_json``, ``format_number``), ``_events.encode``,
 ``_store.json_prefix``, ``_store.errors``, ``_store.partial_keys`` (safe ids) and the
 :class:`~maka_ref._store.runtime_store.RuntimeStore` facade.
+
+Split (each a sibling module with one job; every name above is still importable from here):
+``legacy_errors`` (the exceptions), ``legacy_layout`` (§5.1 layout, fingerprint),
+``legacy_decode`` (the line decoder of rules 5–7), ``legacy_sources`` (the
+``runtime_import_sources`` table, transaction, batch step), ``legacy_reports`` (the report
+values), ``legacy_readers`` (the reader protocol, the ``sqlite`` reader). This module keeps
+the entry points that orchestrate them and the ``jsonl`` reader. The callers of
+``_decode_lines`` stay here and look it up in this module's namespace, where the crash mutant
+``crash-jsonl-torn-tail-accepted`` wraps it.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
-import stat as stat_module
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, Protocol
 
 from maka_ref._codec.frozen import FrozenDict
-from maka_ref._codec.jsontext import parse_json
-from maka_ref._codec.numbers import format_number
-from maka_ref._errors import InvalidJSONTextError, MakaRefError
 from maka_ref._events.encode import encode_runtime_event
-from maka_ref._store.errors import StoreError
-from maka_ref._store.json_prefix import classify_json_bytes
-from maka_ref._store.partial_keys import is_safe_id
+from maka_ref._store.legacy_decode import _decode_lines
+from maka_ref._store.legacy_errors import (
+    LegacyIdentityMismatchError,
+    LegacyJsonlCorruptionError,
+    LegacyPartialEventError,
+)
+from maka_ref._store.legacy_layout import (
+    RUNTIME_EVENTS_FILE_NAME,
+    LegacyRunFile,
+    _regular_file,
+    _run_file,
+    file_fingerprint,
+    is_safe_storage_id,
+    iter_legacy_run_files,
+)
+from maka_ref._store.legacy_readers import RuntimeEventReader, SqliteRuntimeEventReader
+from maka_ref._store.legacy_reports import ImportReport, JsonlImportReport, LegacyStoreOpen
+from maka_ref._store.legacy_sources import (
+    IMPORT_SOURCES_DDL,
+    _import_events,
+    _now_ms,
+    _recorded_fingerprint,
+    _transaction,
+    ensure_import_sources_table,
+)
 from maka_ref._store.runtime_store import DB_FILE_NAME, RuntimeStore
 
 __all__ = [
@@ -86,229 +109,9 @@ __all__ = [
 ]
 
 DATABASE_FILE_NAME = DB_FILE_NAME
-RUNTIME_EVENTS_FILE_NAME = "runtime-events.jsonl"
-
-#: §5.2 rule 2, verbatim. Created by the legacy profile on writer open (never by a reader).
-IMPORT_SOURCES_DDL = (
-    "CREATE TABLE IF NOT EXISTS runtime_import_sources ("
-    "source_path TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, imported_at INTEGER NOT NULL)"
-)
-
-_JSON_WS_BYTES = b" \t\r\n"
-
-# Legacy permission requests (before the ``kind`` discriminator) gain these on decode (rule 5).
-_LEGACY_PERMISSION_KIND = "tool_permission"
-
-
-# =========================================================================== errors
-
-
-class LegacyJsonlCorruptionError(StoreError):
-    """A legacy JSONL line cannot be read (§5.2 rules 6–7; spec 20 §1.8).
-
-    ``code`` is ``legacy_jsonl_torn_tail`` when the offending line is the file's unterminated
-    last line and an incomplete prefix of a JSON document (a crash tore the append), and
-    ``legacy_jsonl_invalid_line`` for anything else (garbage, a newline-terminated fragment, a
-    line that is JSON but not a RuntimeEvent). ``line`` is 1-based and counts every physical
-    line, blank ones included; ``run_id`` is the run directory's id.
-    """
-
-    TORN_TAIL = "legacy_jsonl_torn_tail"
-    INVALID_LINE = "legacy_jsonl_invalid_line"
-
-    def __init__(self, message: str, *, code: str, line: int, run_id: str, detail: str | None = None) -> None:
-        super().__init__(message, code=code, detail=detail)
-        self.line = line
-        self.run_id = run_id
-
-    @property
-    def torn_tail(self) -> bool:
-        return self.code == self.TORN_TAIL
-
-
-class LegacyIdentityMismatchError(StoreError):
-    """An event's session/run differs from the directory or argument it is imported under."""
-
-    code = "legacy_import_identity_mismatch"
-
-    def __init__(self, session_id: str, run_id: str, *, event_id: object = None) -> None:
-        super().__init__(
-            f"RuntimeEvent import identity mismatch for session {session_id}, run {run_id}",
-            detail=None if event_id is None else f"event {event_id}",
-        )
-        self.session_id = session_id
-        self.run_id = run_id
-        self.event_id = event_id
-
-
-class LegacyPartialEventError(StoreError):
-    """Rule 7: the strict single-run import refuses every partial event."""
-
-    code = "legacy_jsonl_partial_event"
-
-    def __init__(self, event_id: object) -> None:
-        super().__init__(f"Partial RuntimeEvent {event_id} cannot be imported as immutable JSONL")
-        self.event_id = event_id
-
-
-# =========================================================================== layout (§5.1)
-
-
-def is_safe_storage_id(value: object) -> bool:
-    """``^[A-Za-z0-9_-]{1,128}$`` (spec 30 §2.1 "safe ids", §5.1)."""
-    return is_safe_id(value)
-
-
-@dataclass(frozen=True, slots=True)
-class LegacyRunFile:
-    """One ``runtime-events.jsonl`` of the legacy layout."""
-
-    session_id: str
-    run_id: str
-    path: Path
-    #: ``sessions/<s>/runs/<r>/runtime-events.jsonl``: the ``runtime_import_sources`` key.
-    source_path: str
-
-
-def _safe_subdirectories(directory: Path) -> list[str]:
-    """Sorted names of the real (non-symlink) subdirectories whose names are safe ids."""
-    try:
-        entries = list(os.scandir(directory))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    names = []
-    for entry in entries:
-        if not is_safe_storage_id(entry.name):
-            continue
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                names.append(entry.name)
-        except OSError:
-            continue
-    return sorted(names)
-
-
-def _regular_file(path: Path) -> os.stat_result | None:
-    try:
-        st = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    return st if stat_module.S_ISREG(st.st_mode) else None
-
-
-def _run_file(root: Path, session_id: str, run_id: str) -> LegacyRunFile:
-    path = root / "sessions" / session_id / "runs" / run_id / RUNTIME_EVENTS_FILE_NAME
-    source = f"sessions/{session_id}/runs/{run_id}/{RUNTIME_EVENTS_FILE_NAME}"
-    return LegacyRunFile(session_id=session_id, run_id=run_id, path=path, source_path=source)
-
-
-def iter_legacy_run_files(root: str | os.PathLike[str]) -> Iterator[LegacyRunFile]:
-    """Every regular ``runtime-events.jsonl`` of the §5.1 layout, sessions then runs sorted."""
-    base = Path(root)
-    for session_id in _safe_subdirectories(base / "sessions"):
-        for run_id in _safe_subdirectories(base / "sessions" / session_id / "runs"):
-            run_file = _run_file(base, session_id, run_id)
-            if _regular_file(run_file.path) is not None:
-                yield run_file
-
-
-def file_fingerprint(st: os.stat_result) -> str:
-    """``<size>:<mtimeMs>`` with Node's ``mtimeMs`` (a double of milliseconds, printed as
-    ECMAScript ``Number::toString``), so fingerprints recorded by either runtime agree."""
-    seconds, nanos = divmod(st.st_mtime_ns, 1_000_000_000)
-    mtime_ms = seconds * 1e3 + nanos / 1e6
-    return f"{st.st_size}:{format_number(mtime_ms)}"
 
 
 # =========================================================================== parsing (rules 5–7)
-
-
-def _upgrade_legacy_shapes(value: Any) -> Any:
-    """Rule 5: the persisted-event decoder upgrades old shapes before the schema check.
-
-    Old permission requests (no ``kind``) gain ``kind: "tool_permission"`` and
-    ``rememberForTurnAllowed: false``. Returns ``value`` itself when nothing changes (the
-    input is never mutated).
-    """
-    if not isinstance(value, dict):
-        return value
-    actions = value.get("actions")
-    if not isinstance(actions, dict):
-        return value
-    request = actions.get("permissionRequest")
-    if not isinstance(request, dict) or "kind" in request:
-        return value
-    upgraded_request = {**request, "kind": _LEGACY_PERMISSION_KIND}
-    upgraded_request.setdefault("rememberForTurnAllowed", False)
-    return {**value, "actions": {**actions, "permissionRequest": upgraded_request}}
-
-
-def _is_legacy_stream_partial(value: Any) -> bool:
-    """Rule 5: a legacy stream-partial snapshot row: ``partial === true``, no status/actions."""
-    return (
-        isinstance(value, dict)
-        and value.get("partial") is True
-        and "status" not in value
-        and "actions" not in value
-    )
-
-
-Flavour = Literal["legacy", "reader", "strict"]
-
-
-def _line_error(flavour: Flavour, line: int, run_id: str, *, torn: bool, cause: str) -> LegacyJsonlCorruptionError:
-    code = LegacyJsonlCorruptionError.TORN_TAIL if torn else LegacyJsonlCorruptionError.INVALID_LINE
-    reason = "torn last line (an incomplete JSON prefix without a trailing newline)" if torn else cause
-    if flavour == "legacy":
-        message = f"Invalid legacy RuntimeEvent JSONL line {line} for run {run_id}"
-    elif flavour == "reader":
-        message = f"Invalid RuntimeEvent JSONL line {line} for run {run_id}: {reason}"
-    else:
-        message = f"Invalid RuntimeEvent JSONL line {line} for run {run_id}"
-    return LegacyJsonlCorruptionError(message, code=code, line=line, run_id=run_id, detail=reason)
-
-
-def _split_lines(data: bytes) -> tuple[list[bytes], bool]:
-    """Physical lines and whether the last one is unterminated (no trailing ``\\n``)."""
-    lines = data.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()
-        return lines, False
-    return lines, True
-
-
-def _decode_lines(
-    data: bytes,
-    session_id: str,
-    run_id: str,
-    *,
-    flavour: Flavour,
-    skip_legacy_partials: bool,
-) -> list[FrozenDict]:
-    lines, unterminated = _split_lines(data)
-    events: list[FrozenDict] = []
-    last = len(lines)
-    for number, raw in enumerate(lines, start=1):
-        if raw.strip(_JSON_WS_BYTES) == b"":
-            continue  # blank lines are ignored
-        is_tail = unterminated and number == last
-        try:
-            text = raw.decode("utf-8")
-            value = parse_json(text)
-        except (UnicodeDecodeError, InvalidJSONTextError) as exc:
-            # Rule 6: only the unterminated last line can be torn; the classifier decides.
-            torn = is_tail and classify_json_bytes(raw) == "incomplete_prefix"
-            raise _line_error(flavour, number, run_id, torn=torn, cause=str(exc)) from exc
-        if skip_legacy_partials and _is_legacy_stream_partial(value):
-            continue
-        try:
-            event = encode_runtime_event(_upgrade_legacy_shapes(value)).event
-        except MakaRefError as exc:
-            raise _line_error(flavour, number, run_id, torn=False, cause=str(exc)) from exc
-        if event["sessionId"] != session_id or event["runId"] != run_id:
-            raise LegacyIdentityMismatchError(session_id, run_id, event_id=event["id"])
-        events.append(event)
-    return events
 
 
 def parse_legacy_jsonl(data: bytes, session_id: str, run_id: str) -> list[FrozenDict]:
@@ -335,100 +138,7 @@ def parse_strict_jsonl(text: str, session_id: str, run_id: str) -> list[FrozenDi
     return events
 
 
-# =========================================================================== store access
-
-
-def _transaction(store: RuntimeStore) -> AbstractContextManager[sqlite3.Connection]:
-    """One write transaction (``RuntimeStore.write``: ``BEGIN IMMEDIATE`` under the store's
-    lock). The store's own writers called inside it (``import_batch``) join it, so the batch
-    import and the source-row upsert commit or roll back together."""
-    return store.write()
-
-
-_IMPORT_SOURCES_COLUMNS = (
-    ("source_path", "TEXT", 0, 1),
-    ("fingerprint", "TEXT", 1, 0),
-    ("imported_at", "INTEGER", 1, 0),
-)
-
-
-def _import_sources_columns(store: RuntimeStore) -> tuple[tuple[str, str, int, int], ...]:
-    with store.read() as conn:
-        rows = conn.execute("PRAGMA table_info(runtime_import_sources)").fetchall()
-    # (cid, name, type, notnull, dflt_value, pk)
-    return tuple((row[1], str(row[2]).upper(), row[3], row[5]) for row in rows)
-
-
-def ensure_import_sources_table(store: RuntimeStore) -> None:
-    """Create ``runtime_import_sources`` if absent (writer open only, §5.2 rule 2); fail
-    closed (``import_sources_shape_mismatch``) if a table of that name has another shape."""
-    if not _import_sources_columns(store):
-        with _transaction(store) as conn:
-            conn.execute(IMPORT_SOURCES_DDL)
-    if _import_sources_columns(store) != _IMPORT_SOURCES_COLUMNS:
-        raise StoreError(
-            "runtime_import_sources does not have the legacy import shape",
-            code="import_sources_shape_mismatch",
-        )
-
-
-def _recorded_fingerprint(store: RuntimeStore, source_path: str) -> str | None:
-    with store.read() as conn:
-        row = conn.execute(
-            "SELECT fingerprint FROM runtime_import_sources WHERE source_path = ?", (source_path,)
-        ).fetchone()
-    return None if row is None else row[0]
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 # =========================================================================== tree import (rules 1–3)
-
-
-@dataclass(frozen=True, slots=True)
-class ImportReport:
-    """§5.2 rule 2 report. ``files_scanned`` counts files actually read (a file whose
-    fingerprint is recorded is skipped unread and not counted, §9 item 138)."""
-
-    files_scanned: int = 0
-    events_read: int = 0
-    events_imported: int = 0
-    events_existing: int = 0
-
-    def to_json(self) -> dict[str, int]:
-        return {
-            "filesScanned": self.files_scanned,
-            "eventsRead": self.events_read,
-            "eventsImported": self.events_imported,
-            "eventsExisting": self.events_existing,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class JsonlImportReport:
-    """Rule 7 report of one strict single-run import (§9 item 140: ``{2,2,0}``)."""
-
-    events_read: int = 0
-    events_imported: int = 0
-    events_existing: int = 0
-
-    def to_json(self) -> dict[str, int]:
-        return {
-            "eventsRead": self.events_read,
-            "eventsImported": self.events_imported,
-            "eventsExisting": self.events_existing,
-        }
-
-
-def _import_events(store: RuntimeStore, session_id: str, run_id: str, events: Sequence[FrozenDict]) -> tuple[int, int]:
-    """Batch import inside the caller's transaction; returns (imported, existing)."""
-    if not events:
-        return 0, 0
-    created = store.import_batch(session_id, run_id, list(events))
-    imported = sum(1 for flag in created if flag)
-    return imported, len(events) - imported
 
 
 def import_legacy_tree(store: RuntimeStore, root: str | os.PathLike[str]) -> ImportReport:
@@ -464,13 +174,6 @@ def import_legacy_tree(store: RuntimeStore, root: str | os.PathLike[str]) -> Imp
         events_imported += imported
         events_existing += existing
     return ImportReport(files, events_read, events_imported, events_existing)
-
-
-class LegacyStoreOpen(NamedTuple):
-    """Result of :func:`open_runtime_store_with_legacy_import`: a ``kind = sqlite`` writer."""
-
-    store: RuntimeStore
-    report: ImportReport
 
 
 def open_runtime_store_with_legacy_import(root: str | os.PathLike[str]) -> LegacyStoreOpen:
@@ -518,21 +221,6 @@ def export_runtime_events_to_jsonl(source: _EventSource, session_id: str, run_id
 # =========================================================================== read-only inspection (rule 4)
 
 
-class RuntimeEventReader(Protocol):
-    """What rule 4 hands out: read methods only (never an ``append``)."""
-
-    @property
-    def kind(self) -> Literal["jsonl", "sqlite"]: ...
-
-    def list_sessions(self) -> list[str]: ...
-
-    def list_runs(self, session_id: str) -> list[str]: ...
-
-    def read_run_events(self, session_id: str, run_id: str) -> list[FrozenDict]: ...
-
-    def close(self) -> None: ...
-
-
 class JsonlRuntimeEventReader:
     """``kind = "jsonl"``: the legacy files, read-only. It never creates a file or directory
     (§10 item 33), so in particular never ``runtime.sqlite``; a torn or invalid line raises
@@ -576,47 +264,6 @@ class JsonlRuntimeEventReader:
         return None
 
     def __enter__(self) -> JsonlRuntimeEventReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class SqliteRuntimeEventReader:
-    """``kind = "sqlite"``: a read-only view of ``runtime.sqlite`` (never the JSONL files)."""
-
-    __slots__ = ("_store",)
-
-    def __init__(self, store: RuntimeStore) -> None:
-        self._store = store
-
-    @property
-    def kind(self) -> Literal["sqlite"]:
-        return "sqlite"
-
-    @property
-    def store(self) -> RuntimeStore:
-        return self._store
-
-    def list_sessions(self) -> list[str]:
-        with self._store.read() as conn:
-            rows = conn.execute("SELECT DISTINCT session_id FROM runtime_events ORDER BY session_id").fetchall()
-        return [row[0] for row in rows]
-
-    def list_runs(self, session_id: str) -> list[str]:
-        with self._store.read() as conn:
-            rows = conn.execute(
-                "SELECT DISTINCT run_id FROM runtime_events WHERE session_id = ? ORDER BY run_id", (session_id,)
-            ).fetchall()
-        return [row[0] for row in rows]
-
-    def read_run_events(self, session_id: str, run_id: str) -> list[FrozenDict]:
-        return list(self._store.read_run_events(session_id, run_id))
-
-    def close(self) -> None:
-        self._store.close()
-
-    def __enter__(self) -> SqliteRuntimeEventReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
