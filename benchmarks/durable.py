@@ -661,7 +661,8 @@ def print_report(env: dict[str, Any], tp: dict[str, Any] | None, scaling: list[d
                   f"{s['medianWallMs']:.3f} | {s['medianCpuMs']:.3f} |")
         print()
         print(f"**ratio = tool calls/s ÷ raw commits/s = {tp['ratio']:.3f}** (ceiling 0.5, target ≥ 0.4); "
-              f"store-shaped SQL alone: {tp['ratioShaped']:.3f}; per round: "
+              f"store-shaped SQL alone: {tp['ratioShaped']:.3f} (the schema's own ceiling on this disk; the "
+              f"store reaches {tp['ratio'] / tp['ratioShaped']:.0%} of it); per round: "
               + ", ".join(f"{r:.3f}" for r in tp["perRoundRatios"]))
     if ws is not None:
         _print_write_set(ws)
