@@ -8,7 +8,8 @@ What: the pure interpretation of a RuntimeEvent ledger's tool facts (spec 10 §3
                    duplicate / order / identity rules;
 * ``transition`` — write-side validation of a candidate append (§4.6);
 * ``bundle``     — recovery-bundle validation and interpretation of a scanned operation
-                   (§5.3, §5.4);
+                   (§5.3, §5.4); its parts ``bundle_types``, ``bundle_codes``,
+                   ``bundle_checks`` and ``bundle_values`` are private;
 * ``resolver``   — the RecoveryResolver (§6.1–§6.4);
 * ``code_mode``  — interrupted Code Mode outcome commits (§6.5);
 * ``results``    — the result dataclasses.
