@@ -22,27 +22,44 @@ Rules: writes run in ``BEGIN IMMEDIATE`` (``connection.write_transaction``); rea
 and its identity must equal its key (fail closed otherwise). A newer scope version than
 supported fails closed before anything is written.
 
-Depends on: ``_codec.jsontext``, ``_store.connection``, ``_store.errors``, ``_store.run_header``.
+Depends on: ``_codec.jsontext``, ``_store.connection``, ``_store.errors``, ``_store.run_header``;
+its parts: ``_store.agent_run_codec`` (id checks, JSON text, row decoding, errors) and
+``_store.agent_run_schema`` (the ``agent_runs`` scope: DDL, version check, migration).
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from maka_ref._codec.frozen import FrozenDict
-from maka_ref._codec.jsontext import compact_json, parse_json
+from maka_ref._codec.jsontext import parse_json
 from maka_ref._errors import InvalidJSONTextError, NotStrictJSONError
+from maka_ref._store.agent_run_codec import (
+    RUN_ID_PATTERN,
+    _check_id,
+    _check_ids,
+    _corrupt_placeholder,
+    _decode_header_row,
+    _error,
+    _json_text,
+    _not_found,
+    _same_json,
+)
+from maka_ref._store.agent_run_schema import (
+    AGENT_RUNS_SCHEMA_VERSION,
+    AGENT_RUNS_SCOPE,
+    _migrate,
+    _read_scope_version,
+    _refuse_newer,
+    _require_tables,
+)
 from maka_ref._store.connection import connect, read_transaction, write_transaction
-from maka_ref._store.errors import StoreError
 from maka_ref._store.run_header import (
     MUTABLE_FIELDS,
     RunEventSchemaError,
-    RunHeaderSchemaError,
     decode_run_event,
     decode_run_header,
 )
@@ -56,146 +73,6 @@ __all__ = [
 ]
 
 DB_FILE_NAME: Final = "runtime.sqlite"
-AGENT_RUNS_SCOPE: Final = "agent_runs"
-AGENT_RUNS_SCHEMA_VERSION: Final = 1
-#: §5.3: ``sessionId`` and ``runId`` of a stored run.
-RUN_ID_PATTERN: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
-
-_DDL: Final = (
-    """CREATE TABLE IF NOT EXISTS operational_schema_migrations (
-  scope TEXT PRIMARY KEY,
-  version INTEGER NOT NULL CHECK (version >= 0),
-  applied_at INTEGER NOT NULL CHECK (applied_at >= 0)
-)""",
-    """CREATE TABLE IF NOT EXISTS agent_runs (
-  session_id TEXT NOT NULL,
-  run_id TEXT NOT NULL,
-  header_json TEXT NOT NULL,
-  created_at REAL NOT NULL,
-  updated_at REAL NOT NULL,
-  PRIMARY KEY (session_id, run_id)
-)""",
-    """CREATE TABLE IF NOT EXISTS agent_run_events (
-  session_id TEXT NOT NULL,
-  run_id TEXT NOT NULL,
-  seq INTEGER NOT NULL CHECK (seq >= 0),
-  event_json TEXT NOT NULL,
-  PRIMARY KEY (session_id, run_id, seq),
-  FOREIGN KEY (session_id, run_id) REFERENCES agent_runs (session_id, run_id)
-)""",
-)
-_TABLES: Final = ("operational_schema_migrations", "agent_runs", "agent_run_events")
-
-
-def _error(code: str, message: str, detail: str | None = None) -> StoreError:
-    return StoreError(message, code=code, detail=detail)
-
-
-def _not_found(session_id: str, run_id: str) -> StoreError:
-    return _error("ENOENT", f"AgentRun {session_id}/{run_id} not found")
-
-
-def _check_id(name: str, value: Any) -> None:
-    if type(value) is not str or RUN_ID_PATTERN.fullmatch(value) is None:
-        raise _error(
-            "invalid_agent_run_id",
-            f"AgentRun {name} must match ^[A-Za-z0-9_-]{{1,128}}$",
-            detail=f"{name}: {value!r}"[:200],
-        )
-
-
-def _check_ids(session_id: Any, run_id: Any) -> None:
-    _check_id("sessionId", session_id)
-    _check_id("runId", run_id)
-
-
-def _json_text(value: Any) -> str:
-    # JSON.stringify semantics: own key order, -0 written as 0.
-    return compact_json(value, negative_zero="zero")
-
-
-def _same_json(a: Any, b: Any) -> bool:
-    try:
-        return _json_text(a) == _json_text(b)
-    except NotStrictJSONError:
-        return False
-
-
-def _decode_header_row(session_id: str, run_id: str, text: Any) -> FrozenDict:
-    try:
-        header = decode_run_header(parse_json(text))
-    except InvalidJSONTextError as exc:
-        raise RunHeaderSchemaError(detail=f"stored header {session_id}/{run_id}: {exc.message}") from exc
-    if header["sessionId"] != session_id or header["runId"] != run_id:
-        raise _error(
-            "agent_run_identity_mismatch",
-            f"AgentRun {session_id}/{run_id} stores the header of "
-            f"{header['sessionId']}/{header['runId']}",
-        )
-    return header
-
-
-# --------------------------------------------------------------------------- schema scope
-
-
-def _table_names(conn: sqlite3.Connection) -> set[str]:
-    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-    return {row[0] for row in rows}
-
-
-def _read_scope_version(conn: sqlite3.Connection) -> int:
-    """The ``agent_runs`` scope version; 0 when the registry or the row is absent."""
-    if "operational_schema_migrations" not in _table_names(conn):
-        return 0
-    row = conn.execute(
-        "SELECT version FROM operational_schema_migrations WHERE scope = ?", (AGENT_RUNS_SCOPE,)
-    ).fetchone()
-    if row is None:
-        return 0
-    version = row[0]
-    if type(version) is not int or version < 0:
-        raise _error("operational_state_migration_blocked", "Invalid AgentRun operational schema version")
-    return version
-
-
-def _refuse_newer(version: int) -> None:
-    if version > AGENT_RUNS_SCHEMA_VERSION:
-        raise _error(
-            "operational_state_migration_blocked",
-            f"Operational schema {AGENT_RUNS_SCOPE} is newer than supported version "
-            f"{AGENT_RUNS_SCHEMA_VERSION}; Maka did not migrate or delete the database. "
-            "Upgrade Maka to open this workspace.",
-        )
-
-
-def _require_tables(conn: sqlite3.Connection) -> None:
-    missing = [name for name in _TABLES if name not in _table_names(conn)]
-    if missing:
-        raise _error(
-            "operational_state_migration_blocked",
-            f"Operational schema {AGENT_RUNS_SCOPE} is recorded as version "
-            f"{AGENT_RUNS_SCHEMA_VERSION} but tables are missing: {', '.join(missing)}",
-        )
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    version = _read_scope_version(conn)  # optimistic, outside any transaction
-    _refuse_newer(version)
-    if version == AGENT_RUNS_SCHEMA_VERSION:
-        _require_tables(conn)
-        return
-    with write_transaction(conn):
-        version = _read_scope_version(conn)  # re-read under the write lock
-        _refuse_newer(version)
-        if version < AGENT_RUNS_SCHEMA_VERSION:
-            for statement in _DDL:
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO operational_schema_migrations (scope, version, applied_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (scope) DO UPDATE SET version = excluded.version, applied_at = excluded.applied_at",
-                (AGENT_RUNS_SCOPE, AGENT_RUNS_SCHEMA_VERSION, int(time.time() * 1000)),
-            )
-        _require_tables(conn)
 
 
 # --------------------------------------------------------------------------- the store
@@ -421,19 +298,3 @@ class AgentRunStore:
                 continue
             events.append(event)
         return events
-
-
-def _corrupt_placeholder(header: Mapping[str, Any], seq: int, exc: Exception) -> FrozenDict:
-    """§5.2 ``event_corrupt``: keeps the position of an undecodable record visible."""
-    return FrozenDict(
-        {
-            "type": "event_corrupt",
-            "id": f"event-corrupt-{header['runId']}-{seq}",
-            "runId": header["runId"],
-            "sessionId": header["sessionId"],
-            "turnId": header["turnId"],
-            "ts": header["updatedAt"],
-            "message": "Undecodable AgentRun operational event",
-            "data": {"seq": seq, "reason": str(exc)[:500]},
-        }
-    )
