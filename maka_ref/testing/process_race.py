@@ -27,23 +27,24 @@ Results are matched by **code**: a worker prints ``RESULT ok <json>`` (stdout, e
 ``code`` (:attr:`WorkerResult.error_code`).
 
 ``psutil`` (a test extra) is needed only by :func:`descendant_pids`, imported lazily.
+
+Layout: the value types live in ``_process_race_types`` and the spawned-worker plumbing in
+``_process_race_spawn``; this module keeps the protocol (:func:`run_race`) and re-exports them.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping
 
 from maka_ref.testing import race_worker
+from maka_ref.testing._process_race_spawn import _wait_drained, _wait_until, _Worker
+from maka_ref.testing._process_race_types import RaceError, RaceOutcome, WorkerResult, WorkerSpec
 
 __all__ = [
     "OPENED_TIMEOUT_S",
@@ -64,246 +65,6 @@ RESULT_TIMEOUT_S = 30.0
 REAP_TIMEOUT_S = 5.0
 
 _PACKAGE_ROOT = str(Path(race_worker.__file__).resolve().parents[2])
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerSpec:
-    """One worker: its mode and extra environment variables (e.g. the worker index)."""
-
-    mode: str
-    env: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerResult:
-    """What one worker did: exit status and everything it wrote."""
-
-    index: int
-    mode: str
-    pid: int
-    returncode: int | None
-    stdout: str
-    stderr: str
-
-    @property
-    def signal(self) -> int | None:
-        """The signal that killed the worker (POSIX negative return code), else None."""
-        return -self.returncode if self.returncode is not None and self.returncode < 0 else None
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0 and self.result_line is not None
-
-    @property
-    def result_line(self) -> str | None:
-        """The worker's ``RESULT ok …`` line (stdout)."""
-        return _find_line(self.stdout, "RESULT ok")
-
-    @property
-    def error_line(self) -> str | None:
-        """The worker's ``RESULT error …`` line (stderr)."""
-        return _find_line(self.stderr, "RESULT error")
-
-    @property
-    def detail(self) -> Any:
-        """The JSON after ``RESULT ok`` (``{}`` when the mode reports nothing)."""
-        line = self.result_line
-        if line is None:
-            raise ValueError(f"worker {self.index} ({self.mode}) has no RESULT ok line")
-        rest = line[len("RESULT ok"):].strip()
-        return json.loads(rest) if rest else {}
-
-    @property
-    def error_code(self) -> str | None:
-        """The stable code of ``RESULT error <code> <message>``, None without such a line."""
-        line = self.error_line
-        if line is None:
-            return None
-        parts = line.split(" ", 3)
-        return parts[2] if len(parts) > 2 else ""
-
-    @property
-    def error_class(self) -> str | None:
-        """The exception class name from the worker's ``ERROR_CLASS <name>`` line."""
-        line = _find_line(self.stderr, "ERROR_CLASS ")
-        return line[len("ERROR_CLASS "):].strip() if line is not None else None
-
-    def describe(self) -> str:
-        if self.returncode is None:
-            status = "still running"
-        elif self.signal is not None:
-            try:
-                status = f"killed by {signal.Signals(self.signal).name}"
-            except ValueError:
-                status = f"killed by signal {self.signal}"
-        else:
-            status = f"exit {self.returncode}"
-        return (
-            f"worker {self.index} mode={self.mode} pid={self.pid} {status}\n"
-            f"  stdout: {self.stdout!r}\n  stderr: {self.stderr!r}"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class RaceOutcome:
-    """All workers of a finished race, in spawn order."""
-
-    workers: tuple[WorkerResult, ...]
-    elapsed_s: float
-
-    @property
-    def exit_codes(self) -> list[int | None]:
-        return [worker.returncode for worker in self.workers]
-
-    @property
-    def sorted_exit_codes(self) -> list[int]:
-        return sorted(code if code is not None else -1 for code in self.exit_codes)
-
-    @property
-    def winners(self) -> list[WorkerResult]:
-        return [worker for worker in self.workers if worker.returncode == 0]
-
-    @property
-    def losers(self) -> list[WorkerResult]:
-        return [worker for worker in self.workers if worker.returncode != 0]
-
-    def describe(self) -> str:
-        return "\n".join(worker.describe() for worker in self.workers)
-
-
-class RaceError(AssertionError):
-    """The race could not run to completion (timeout, early death); carries diagnostics."""
-
-    def __init__(self, reason: str, workers: Sequence[WorkerResult]) -> None:
-        self.reason = reason
-        self.workers = tuple(workers)
-        super().__init__(reason + "\n" + "\n".join(worker.describe() for worker in self.workers))
-
-
-def _find_line(text: str, prefix: str) -> str | None:
-    for line in text.splitlines():
-        if line.startswith(prefix):
-            return line
-    return None
-
-
-class _Worker:
-    """A spawned worker and the threads draining its pipes into growing buffers."""
-
-    def __init__(self, index: int, spec: WorkerSpec, env: dict[str, str], cwd: str, changed: threading.Condition):
-        self.index = index
-        self.mode = spec.mode
-        self._changed = changed
-        self._out = bytearray()
-        self._err = bytearray()
-        self._eof = [False, False]
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "maka_ref.testing.race_worker"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=cwd,
-        )
-        self._threads = [
-            threading.Thread(target=self._drain, args=(self.proc.stdout, self._out, 0), daemon=True),
-            threading.Thread(target=self._drain, args=(self.proc.stderr, self._err, 1), daemon=True),
-        ]
-        try:
-            for thread in self._threads:
-                thread.start()
-        except BaseException:  # cannot drain it: never leave it running
-            self.proc.kill()
-            self.proc.wait()
-            raise
-
-    def _drain(self, pipe: Any, buffer: bytearray, slot: int) -> None:
-        fd = pipe.fileno()
-        try:
-            while True:
-                try:
-                    chunk = os.read(fd, 65536)
-                except OSError:
-                    chunk = b""
-                with self._changed:
-                    if not chunk:
-                        self._eof[slot] = True
-                        self._changed.notify_all()
-                        return
-                    buffer.extend(chunk)
-                    self._changed.notify_all()
-        finally:
-            try:
-                pipe.close()
-            except OSError:
-                pass
-
-    # -- the following are called with ``changed`` held -------------------------------------
-
-    def stdout_text(self) -> str:
-        return self._out.decode("utf-8", "replace")
-
-    def stderr_text(self) -> str:
-        return self._err.decode("utf-8", "replace")
-
-    def has(self, token: str) -> bool:
-        return token.encode() in self._out
-
-    def stdout_closed(self) -> bool:
-        return self._eof[0]
-
-    def drained(self) -> bool:
-        return all(self._eof)
-
-    # -- lifecycle ---------------------------------------------------------------------------
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.proc.kill()  # SIGKILL on POSIX, TerminateProcess on Windows
-            except OSError:
-                pass
-
-    def reap(self, timeout: float) -> None:
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pass
-        for thread in self._threads:
-            thread.join(timeout=timeout)
-
-    def result(self) -> WorkerResult:
-        with self._changed:
-            return WorkerResult(
-                self.index, self.mode, self.proc.pid, self.proc.poll(), self.stdout_text(), self.stderr_text()
-            )
-
-
-def _wait_until(
-    changed: threading.Condition, workers: Sequence[_Worker], token: str, deadline: float
-) -> tuple[bool, list[_Worker]]:
-    """Wait until every worker printed ``token`` or closed its stdout without it.
-
-    Returns ``(all_printed, died_without_token)``."""
-    with changed:
-        while True:
-            dead = [w for w in workers if not w.has(token) and w.stdout_closed()]
-            if all(w.has(token) or w.stdout_closed() for w in workers):
-                return (not dead, dead)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return (False, [])
-            changed.wait(timeout=min(remaining, 0.05))
-
-
-def _wait_drained(changed: threading.Condition, workers: Sequence[_Worker], deadline: float) -> bool:
-    with changed:
-        while not all(worker.drained() for worker in workers):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            changed.wait(timeout=min(remaining, 0.05))
-        return True
 
 
 def run_race(
