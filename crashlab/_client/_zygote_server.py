@@ -27,14 +27,15 @@ stdio is flushed, and the child ends with ``os._exit(code)``.
 
 The zygote itself must stay single-threaded (``fork`` of a threaded process is unsafe) and
 never reads or writes ``sys.stdin``/``sys.stdout`` (their buffers are inherited by every child).
+
+This module is the fork loop and entry point; its helpers live in ``_zygote_preload`` (what to
+import before forking), ``_zygote_status`` (the status socket) and ``_zygote_child`` (the
+child's exit code and shutdown).
 """
 
 from __future__ import annotations
 
-import ast
 import errno
-import importlib
-import importlib.util
 import json
 import os
 import select
@@ -44,74 +45,12 @@ import struct
 import sys
 from typing import Any
 
+from crashlab._client._zygote_child import _exit_code, _finish, _max_fd
+from crashlab._client._zygote_preload import _flush_stdio, _learn, _threads, preload
+from crashlab._client._zygote_status import _on_status_readable, _reap, _recv_exact, _send
+
 _REQUEST_TIMEOUT_S = 10.0
 _MAX_REQUEST = 16 * 1024 * 1024
-
-
-def _main_imports(module: str) -> list[str]:
-    """Modules the ``__main__`` of ``module`` imports at top level (without running it)."""
-    names = [module + ".__main__", module]
-    for name in names:
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            continue
-        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
-            continue
-        if spec.submodule_search_locations is not None:  # a package: its __main__ is what runs
-            continue
-        try:
-            with open(spec.origin, "rb") as fh:
-                tree = ast.parse(fh.read(), spec.origin)
-        except (OSError, SyntaxError, ValueError):
-            return []
-        found: list[str] = []
-        package = name.rpartition(".")[0]
-        for node in tree.body:  # top level only: never what hides under ``if __name__ == ...``
-            if isinstance(node, ast.Import):
-                found += [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    parts = package.split(".")
-                    parent = ".".join(parts[: len(parts) - node.level + 1])
-                    base = f"{parent}.{base}" if base else parent
-                if base:
-                    found.append(base)
-        return found
-    return []
-
-
-def preload(module: str, extra: list[str]) -> list[str]:
-    """Import ``module`` (a package's ``__init__``, never a ``__main__``) and its deps."""
-    importlib.import_module(module)
-    loaded = [module]
-    for name in _main_imports(module) + extra:
-        if name == module + ".__main__" or name == "__main__":
-            continue
-        try:
-            importlib.import_module(name)
-            loaded.append(name)
-        except ImportError:
-            pass  # the child will import it (and fail) exactly as a plain spawn would
-    return loaded
-
-
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < size:
-        chunk = sock.recv(size - len(buf))
-        if not chunk:
-            raise EOFError("status socket closed during the request")
-        buf += chunk
-    return bytes(buf)
-
-
-def _send(sock: socket.socket, text: str) -> None:
-    try:
-        sock.sendall(text.encode("utf-8"))
-    except OSError:
-        pass  # the client dropped the handle; the child is still reaped
 
 
 _learn_w = -1  # write end of the pipe on which children report the modules they imported
@@ -183,87 +122,6 @@ def _report_modules() -> None:
         pass
 
 
-def _exit_code(value: Any) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value & 0xFF
-    try:
-        sys.stderr.write(f"{value}\n")
-    except Exception:
-        pass
-    return 1
-
-
-def _finish(code: int) -> int:
-    """What interpreter shutdown does before the process ends: threads, atexit, flush."""
-    try:
-        import threading
-
-        shutdown = getattr(threading, "_shutdown", None)
-        if shutdown is not None:
-            shutdown()
-    except BaseException:
-        pass
-    try:
-        import atexit
-
-        atexit._run_exitfuncs()
-    except BaseException:
-        pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:
-            if stream is sys.stdout:
-                code = code or 120  # as the interpreter does when flushing stdout fails
-    return code
-
-
-def _max_fd() -> int:
-    try:
-        return os.sysconf("SC_OPEN_MAX")
-    except (ValueError, OSError):
-        return 4096
-
-
-def _learn(reported: dict[str, str]) -> None:
-    """Import what children imported, so that later forks need not (guarded: the zygote must
-    stay single-threaded and must not have buffered output its children would inherit).
-
-    Only a module the zygote resolves to the very file the child loaded: one found through the
-    child's own working directory (first on its ``sys.path``) is left to the children."""
-    for name in sorted(reported):  # parents before their submodules
-        if name in sys.modules:
-            continue
-        try:
-            spec = importlib.util.find_spec(name)
-            if spec is None or (reported[name] and spec.origin != reported[name]):
-                continue
-            importlib.import_module(name)
-        except BaseException:  # noqa: BLE001 - a module that cannot be preloaded is imported by the child
-            pass
-    _flush_stdio()
-
-
-def _flush_stdio() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:  # noqa: BLE001
-            pass
-
-
-def _threads() -> int:
-    """Threads of this process (native ones too, where the platform shows them)."""
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        import threading
-
-        return threading.active_count()
-
-
 def serve(module: str, channel: socket.socket, learn: bool = True) -> None:
     global _learn_w
     learn_r, _learn_w = os.pipe()
@@ -328,38 +186,6 @@ def serve(module: str, channel: socket.socket, learn: bool = True) -> None:
                 _on_status_readable(item, children)
     # client gone: no one can be told about the remaining children; init will reap them
     signal.set_wakeup_fd(-1)
-
-
-def _reap(children: dict[int, socket.socket | None]) -> None:
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        except InterruptedError:
-            continue
-        if pid == 0:
-            return
-        if os.WIFSTOPPED(status) or os.WIFCONTINUED(status):
-            continue
-        sock = children.pop(pid, None)
-        if sock is not None:
-            _send(sock, f"exit {os.waitstatus_to_exitcode(status)}\n")
-            sock.close()
-
-
-def _on_status_readable(sock: socket.socket, children: dict[int, socket.socket | None]) -> None:
-    """The client never writes after the request: readable means it closed its end."""
-    try:
-        data = sock.recv(64)
-    except OSError:
-        data = b""
-    if data:
-        return
-    for pid, known in list(children.items()):
-        if known is sock:
-            children[pid] = None
-    sock.close()
 
 
 def _accept(module: str, channel: socket.socket, children: dict[int, socket.socket | None]) -> bool:
