@@ -12,7 +12,7 @@ from typing import Any
 
 from maka_ref._errors import MakaRefError
 from maka_ref._events.encode import EncodedRuntimeEvent, encode_runtime_event
-from maka_ref._store.claim_codec import ContinuationClaim, ContinuationClaimError, stable
+from maka_ref._store.claim_codec import ContinuationClaim, ContinuationClaimError, _plain, stable
 from maka_ref._store.claim_rows import PROVENANCES, _error
 
 __all__ = ["CONTINUATION_START_PROTOCOL", "TOOL_BOUNDARY_MARKER", "prepare_start"]
@@ -80,11 +80,3 @@ def _check_start_matches(start: Mapping[str, Any], claim: ContinuationClaim) -> 
     for key, value in expected.items():
         if stable(_plain(body.get(key))) != stable(value):
             raise _invalid_start(f"continuationStart.{key} must match the claim")
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
