@@ -22,6 +22,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
+from benchmarks._durable_inputs import _calls
+from benchmarks._durable_throughput import RawCommits, StoreCalls
+
 __all__ = ["measure_write_set"]
 
 _WAL_HEADER = 32
@@ -61,13 +64,17 @@ class _WalWatch:
         return names
 
 
+def _by_count(trees: Counter[str]) -> dict[str, int] | None:
+    """Most-touched first, ties by name (``most_common`` alone keeps hash-dependent order)."""
+    return dict(sorted(trees.items(), key=lambda item: (-item[1], item[0]))) if trees else None
+
+
 def _mean(values: list[int]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
 def measure_write_set(root: Path, calls: int = 40, warmup_calls: int = 200) -> dict[str, Any]:
     """Mean frames per commit for raw commits, T1 and T2; the b-trees T1 and T2 touched."""
-    from benchmarks.durable import RawCommits, StoreCalls, _calls  # noqa: PLC0415 - avoids a cycle
 
     store = StoreCalls(root / "write-set-store", calls_per_run=10, run_offset=10_000)
     raw = RawCommits(root / "write-set-raw", payload_bytes=578)
@@ -106,6 +113,6 @@ def measure_write_set(root: Path, calls: int = 40, warmup_calls: int = 200) -> d
         "rawFrames": _mean(raw_frames),
         "t1Frames": _mean(t1_frames),
         "t2Frames": _mean(t2_frames),
-        "t1Btrees": dict(t1_trees.most_common()) if t1_trees else None,
-        "t2Btrees": dict(t2_trees.most_common()) if t2_trees else None,
+        "t1Btrees": _by_count(t1_trees),
+        "t2Btrees": _by_count(t2_trees),
     }
