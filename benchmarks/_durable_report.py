@@ -39,7 +39,8 @@ def _print_write_set(ws: dict[str, Any]) -> None:
 
 
 def print_report(env: dict[str, Any], tp: dict[str, Any] | None, scaling: list[dict[str, Any]] | None,
-                 rb: dict[str, Any] | None, ws: dict[str, Any] | None = None) -> None:
+                 rb: dict[str, Any] | None, ws: dict[str, Any] | None = None,
+                 floor: dict[str, Any] | None = None) -> None:
     print(f"Python {env['python']}, SQLite {env['sqlite']}, {env['platform']}, {env['cpus']} CPUs")
     print(f"directory: {env['dir']} ({env['filesystem']}); journal_mode=wal, synchronous=FULL (asserted)")
     if tp is not None:
@@ -63,6 +64,11 @@ def print_report(env: dict[str, Any], tp: dict[str, Any] | None, scaling: list[d
               f"store-shaped SQL alone: {tp['ratioShaped']:.3f} (the schema's own ceiling on this disk; the "
               f"store reaches {tp['ratio'] / tp['ratioShaped']:.0%} of it); per round: "
               + ", ".join(f"{r:.3f}" for r in tp["perRoundRatios"]))
+        if floor is not None:
+            print()
+            print(f"The same T1/T2 rows as literal SQL scripts run inside SQLite (`executescript`, no Python per "
+                  f"statement; raw commit likewise): **ratio {floor['ratio']:.3f}**; per round: "
+                  + ", ".join(f"{r['ratio']:.3f}" for r in floor["perRound"]))
     if ws is not None:
         _print_write_set(ws)
     if scaling:

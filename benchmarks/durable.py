@@ -24,6 +24,10 @@ Measures, in one process and on one disk (a temporary directory under ``--dir``)
    **Pages written per commit** (``benchmarks._write_set``, untimed): WAL frames appended by
    one raw commit, one T1 and one T2, and the b-trees they belong to. It explains why the
    ratio stays far below 0.5 where fsync is cheap (``--skip-write-set`` skips it).
+   **The same rows as literal SQL scripts** (``benchmarks._durable_floor``): each T1 and T2
+   one ``executescript`` call, parsed and run entirely inside SQLite, against a raw commit
+   run the same way, interleaved likewise: the ceiling of any store writing this schema
+   (``--skip-floor`` skips it).
 4. **Where the time goes, by invocation size**: tool calls/s for several ``calls per run``,
    with the transition check, ``insert_event``, the canonicalisation and the ``COMMIT``
    timed separately (in-process wrappers around the store's functions; no store file is
@@ -51,6 +55,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks._durable_breakdown import measure_scaling
+from benchmarks._durable_floor import measure_sqlite_floor
 from benchmarks._durable_inputs import _calls
 from benchmarks._durable_rebuild import measure_rebuild
 from benchmarks._durable_report import _filesystem, print_report
@@ -80,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rebuild-repeat", type=int, default=3)
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-write-set", action="store_true", help="skip counting WAL frames per commit")
+    parser.add_argument("--skip-floor", action="store_true",
+                        help="skip the literal-SQL-script ceiling check (same rows, no Python per statement)")
     parser.add_argument("--json", dest="json_path", default=None, help="also write the results here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary databases")
     args = parser.parse_args(argv)
@@ -99,17 +106,22 @@ def main(argv: list[str] | None = None) -> int:
             tp = measure_throughput(root, args.calls, args.rounds, args.raw_commits, args.slices,
                                     args.calls_per_run, args.warmup_calls, args.warmup_commits)
         ws = None if args.skip_write_set else measure_write_set(root)
+        floor = None
+        if not args.skip_throughput and not args.skip_floor:
+            floor = measure_sqlite_floor(root, args.rounds, args.slices, max(1, args.calls // args.slices),
+                                         max(1, args.raw_commits // args.slices), args.calls_per_run,
+                                         args.warmup_calls, args.warmup_commits)
         sizes = [int(s) for s in args.scaling.split(",") if s]
         scaling = measure_scaling(root, sizes, args.scaling_calls, min(args.warmup_calls, 200)) if sizes else None
         rb = measure_rebuild(root, args.rebuild_events, args.rebuild_repeat) if args.rebuild_events > 0 else None
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
-    print_report(env, tp, scaling, rb, ws)
+    print_report(env, tp, scaling, rb, ws, floor)
     if args.json_path:
         with open(args.json_path, "w", encoding="utf-8") as fh:
-            json.dump({"env": env, "throughput": tp, "writeSet": ws, "scaling": scaling, "rebuild": rb}, fh,
-                      indent=2)
+            json.dump({"env": env, "throughput": tp, "sqliteFloor": floor, "writeSet": ws, "scaling": scaling,
+                       "rebuild": rb}, fh, indent=2)
             fh.write("\n")
     return 0
 
