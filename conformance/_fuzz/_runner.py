@@ -24,7 +24,7 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence, TextIO
+from typing import Any, Callable, Sequence, TextIO
 
 from conformance._fuzz._bundles import make_bundle, write_bundle
 from conformance._fuzz._search import Budget, Disagreement, SearchOutcome, Tracker, fuzz_settings, run_search
@@ -144,6 +144,33 @@ def _hypothesis_home(directory: Any) -> Any:
     return previous
 
 
+def _without_local_constants() -> Callable[[], None]:
+    """Stop Hypothesis from mixing constants of the process's *local* modules into generated
+    data for the duration of a run; return the function that restores it.
+
+    Why: Hypothesis (6.13x+) seeds its string and number choices with literals it finds in the
+    source of every non-installed, non-test module imported so far. Which modules those are
+    depends on the install (editable or not), the working directory and whatever else the
+    process imported (in our own test suite: the ``benchmarks`` package), so the same
+    ``--seed`` could generate and shrink differently from one machine to the next. The fuzzer
+    promises that a printed seed reproduces its search. The hook is private to Hypothesis;
+    when it is missing nothing is changed.
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+
+        original = providers._get_local_constants
+        empty = providers.Constants()
+    except (ImportError, AttributeError, TypeError):  # another Hypothesis version: leave it alone
+        return lambda: None
+    providers._get_local_constants = lambda: empty
+
+    def restore() -> None:
+        providers._get_local_constants = original
+
+    return restore
+
+
 def run_fuzz(config: FuzzConfig, out: TextIO | None = None) -> FuzzResult:
     """Run the differential fuzzer; write bundles and ``fuzz.json`` under ``config.report_dir``."""
     from hypothesis.database import DirectoryBasedExampleDatabase
@@ -167,6 +194,7 @@ def run_fuzz(config: FuzzConfig, out: TextIO | None = None) -> FuzzResult:
     ref = ReferenceTarget()
     started = time.monotonic()
     home = _hypothesis_home(hypothesis_home(report_dir, db_dir))
+    restore_constants = _without_local_constants()
     summary: dict[str, Any] = {"seed": seed, "implementation": {"command": command}, "database": db_dir,
                                "properties": {}}
     try:
@@ -210,6 +238,7 @@ def run_fuzz(config: FuzzConfig, out: TextIO | None = None) -> FuzzResult:
         summary["batching"] = impl.batching
         summary["restarts"] = impl.restarts
     finally:
+        restore_constants()
         _hypothesis_home(home)
         impl.close()
         ref.close()

@@ -119,10 +119,24 @@ def _find_disagreement(exc: BaseException) -> Disagreement | None:
     return None
 
 
+def _quiet_test(test: Callable[[], None]) -> None:
+    """Run ``test`` without Hypothesis's "Generating overly large repr" warning: one of its
+    shrink passes renders our recursive JSON strategies (whose arguments hold whole corpora)
+    for its own bookkeeping; nothing is printed from it, so the warning is only noise on a
+    fuzz run's stderr."""
+    import warnings
+
+    from hypothesis.errors import HypothesisWarning
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Generating overly large repr", category=HypothesisWarning)
+        test()
+
+
 def run_search(test: Callable[[], None], tracker: Tracker) -> SearchOutcome:
     """Run one Hypothesis test whose body raises :class:`Disagreement`; never raises it."""
     try:
-        test()
+        _quiet_test(test)
     except (OutOfTime, KeyboardInterrupt) as exc:
         stopped = "time budget" if isinstance(exc, OutOfTime) else "interrupted"
         shrink = f"stopped by the {stopped}" if tracker.found else "complete"
