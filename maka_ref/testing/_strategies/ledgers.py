@@ -7,7 +7,7 @@ This is where the shape of a run is decided; the events themselves come from
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Iterator, Literal, Sequence
 
 from hypothesis import strategies as st
 
@@ -91,6 +91,20 @@ def _run_step(
         b.add(_error_event(b, spine))
 
 
+def _repeat(draw: Callable[[Any], Any], lo: int, hi: int) -> Iterator[int]:
+    """Indexes 0, 1, … of between ``lo`` and ``hi`` repetitions, each followed by a "one
+    more?" draw instead of a count drawn up front. Why: the shrinker can then delete any one
+    repetition (its draws and its "more" answer) as a single contiguous span; with a count
+    up front it must lower the count and delete the right span in the same step, and it
+    often stopped with earlier turns of noise left in front of the event that matters."""
+    index = 0
+    while True:
+        yield index
+        index += 1
+        if index >= hi or (index >= lo and not draw(_BOOL)):
+            return
+
+
 def _protocol_choice(protocol: Protocol | Sequence[Protocol]) -> tuple[Protocol, ...]:
     if isinstance(protocol, str):
         protocol = (protocol,)
@@ -142,14 +156,13 @@ def ledgers(
     b = _Builder(draw, reuse)
 
     shared_turn = draw(_BOOL)
-    n_turns = draw(_ints(1, max(1, max_turns)))
     spines: list[_Spine] = []
-    for t in range(n_turns):
+    for t in _repeat(draw, 1, max(1, max_turns)):
         turn_id = "turn-1" if shared_turn else f"turn-{t + 1}"
         spine = _Spine(b.session_id, b.run_id, turn_id, f"invocation-{t + 1}")
         spines.append(spine)
         b.add(_user_text(b, spine, draw(texts()), marker=(t == 0 and proto == "t1")))
-        for _ in range(draw(_ints(1, max(1, max_steps)))):
+        for _ in _repeat(draw, 1, max(1, max_steps)):
             _run_step(draw, b, spine, max_calls, dispatch_weight)
     if recovery == "always" and not any(op.fate == "t2" for op in b.ops):
         _run_step(draw, b, spines[-1], max_calls, 10, min_calls=1)
