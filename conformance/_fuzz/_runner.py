@@ -171,6 +171,20 @@ def _without_local_constants() -> Callable[[], None]:
     return restore
 
 
+def enter_search_environment(report_dir: str, db_dir: str) -> Callable[[], None]:
+    """What every fuzz run (``run_fuzz``, ``run_self_fuzz``) sets up around its searches:
+    Hypothesis's caches under the report directory (:func:`hypothesis_home`) and no local
+    constants (:func:`_without_local_constants`). Returns the function that undoes both."""
+    home = _hypothesis_home(hypothesis_home(report_dir, db_dir))
+    restore_constants = _without_local_constants()
+
+    def leave() -> None:
+        restore_constants()
+        _hypothesis_home(home)
+
+    return leave
+
+
 def run_fuzz(config: FuzzConfig, out: TextIO | None = None) -> FuzzResult:
     """Run the differential fuzzer; write bundles and ``fuzz.json`` under ``config.report_dir``."""
     from hypothesis.database import DirectoryBasedExampleDatabase
@@ -193,8 +207,7 @@ def run_fuzz(config: FuzzConfig, out: TextIO | None = None) -> FuzzResult:
                           use_batch=config.batch)
     ref = ReferenceTarget()
     started = time.monotonic()
-    home = _hypothesis_home(hypothesis_home(report_dir, db_dir))
-    restore_constants = _without_local_constants()
+    leave_search_environment = enter_search_environment(report_dir, db_dir)
     summary: dict[str, Any] = {"seed": seed, "implementation": {"command": command}, "database": db_dir,
                                "properties": {}}
     try:
@@ -238,8 +251,7 @@ def run_fuzz(config: FuzzConfig, out: TextIO | None = None) -> FuzzResult:
         summary["batching"] = impl.batching
         summary["restarts"] = impl.restarts
     finally:
-        restore_constants()
-        _hypothesis_home(home)
+        leave_search_environment()
         impl.close()
         ref.close()
         stray = _stray_files(workspace_root)

@@ -127,7 +127,7 @@ def write_bundle(bundle: dict[str, Any], directory: str) -> str:
 
 def run_self_fuzz(config: SelfFuzzConfig, out: TextIO | None = None) -> SelfFuzzResult:
     """Run every target; write bundles and ``selffuzz.json`` under ``config.report_dir``."""
-    from conformance._fuzz._runner import _hypothesis_home, _without_local_constants, database_path, hypothesis_home
+    from conformance._fuzz._runner import database_path, enter_search_environment
 
     out = out if out is not None else sys.stdout
     seed = config.seed if config.seed is not None else secrets.randbelow(2**32)
@@ -144,8 +144,7 @@ def run_self_fuzz(config: SelfFuzzConfig, out: TextIO | None = None) -> SelfFuzz
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
     os.makedirs(db_dir, exist_ok=True)
-    home = _hypothesis_home(hypothesis_home(report_dir, db_dir))
-    restore_constants = _without_local_constants()
+    leave_search_environment = enter_search_environment(report_dir, db_dir)
     started = time.monotonic()
     summary: dict[str, Any] = {"seed": seed, "mode": "self", "database": db_dir, "targets": {}}
     try:
@@ -179,8 +178,7 @@ def run_self_fuzz(config: SelfFuzzConfig, out: TextIO | None = None) -> SelfFuzz
                       + (f" (stopped by the {outcome.stopped})" if outcome.stopped else ""), file=out, flush=True)
             summary["targets"][name] = entry
     finally:
-        restore_constants()
-        _hypothesis_home(home)
+        leave_search_environment()
         shutil.rmtree(scratch, ignore_errors=True)
     summary["seconds"] = round(time.monotonic() - started, 3)
     summary["bundles"] = result.bundles
