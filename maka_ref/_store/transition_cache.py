@@ -57,9 +57,7 @@ class _Entry:
 
     invocation_id: str
     state: TransitionState
-    count: int  # rows of the invocation the state describes
-    max_seq: int  # their max(event_seq) (0 when none)
-    data_version: object
+    max_seq: int  # max(event_seq) of the rows the state describes (0 when none)
     total_changes: int | None  # None while pending (not settled yet)
 
 
@@ -115,7 +113,7 @@ class TransitionCache:
         rows = conn.execute(_READ_SQL, (invocation_id,)).fetchall()
         state = TransitionState([decode_event_row(row).event for row in rows])
         max_seq = max((row[5] for row in rows), default=0)
-        self._pending = _Entry(invocation_id, state, len(rows), max_seq, data_version, None)
+        self._pending = _Entry(invocation_id, state, max_seq, None)
         self._base = (invocation_id, max_seq, data_version, conn.total_changes)
         return state
 
@@ -126,7 +124,6 @@ class TransitionCache:
         if pending is None or pending.state is not state:
             self._pending = None
             return
-        pending.count += added
         pending.max_seq += added
         pending.total_changes = None
 
