@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Callable
 
+from maka_ref._codec.argshash import canonical_args_hash
 from maka_ref._events.encode import encode_runtime_event
 from maka_ref._store import RuntimeStore, T1Input, T2Input
 from maka_ref._store.rows import event_kind
@@ -120,3 +121,54 @@ def outcome_of(action: Callable[[], Any]) -> Any:
     except BaseException as error:  # noqa: BLE001 - the error *is* the observable result
         return ("error", type(error).__name__, getattr(error, "code", None), str(error))
     return ("ok", result.to_json() if hasattr(result, "to_json") else result)
+
+
+# ---------------------------------------------------------------------------------------
+# A numbered tool loop: call ``n`` of run ``r`` as (function_call, dispatch, response) and
+# its T1/T2 inputs (the cached-vs-uncached store scenarios and the GC-pause tests share it).
+# ---------------------------------------------------------------------------------------
+
+#: Session of the numbered tool-loop calls below.
+LOOP_SESSION = "cache-session"
+
+
+def loop_envelope(event_id: str, ts: int, role: str, author: str, run: int = 1) -> dict[str, Any]:
+    return {
+        "id": event_id, "invocationId": f"inv-{run}", "runId": f"run-{run}", "sessionId": LOOP_SESSION,
+        "turnId": f"turn-{run}", "ts": ts, "partial": False, "role": role, "author": author,
+    }
+
+
+def loop_tool_events(call: int, *, variant: str = "", run: int = 1, arg: str = "x") -> tuple[dict, dict, dict]:
+    """(function_call, tool dispatch, bound function_response) of call ``call``; ``variant``
+    changes the event ids only (a second copy of the same facts → duplicates)."""
+    call_id = f"toolu_{call}"
+    op = f"op-{run}-{call}"
+    args = {"path": f"notes/{call}.txt", "content": arg}
+    c = loop_envelope(f"c-{run}-{call}{variant}", 1000 + call * 10, "model", "agent", run)
+    c["content"] = {"kind": "function_call", "id": call_id, "name": "Write", "args": args}
+    c["refs"] = {"toolCallId": call_id}
+    d = loop_envelope(f"{op}_dispatch{variant}", 1000 + call * 10, "system", "system", run)
+    d["actions"] = {"toolDispatch": {
+        "protocol": "t1_after_preflight_v1", "operationId": op, "providerToolCallId": call_id, "toolName": "Write",
+        "canonicalArgsHash": canonical_args_hash("Write", args), "recoveryMode": "reconcile",
+    }}
+    d["refs"] = {"operationId": op, "toolCallId": call_id}
+    r = loop_envelope(f"{op}_response{variant}", 1001 + call * 10, "tool", "tool", run)
+    r["content"] = {"kind": "function_response", "id": call_id, "name": "Write", "result": {"ok": True}}
+    r["refs"] = {"operationId": op, "toolCallId": call_id}
+    return c, d, r
+
+
+def loop_t1(call: int, run: int = 1, arg: str = "x") -> T1Input:
+    c, d, _ = loop_tool_events(call, run=run, arg=arg)
+    fact = d["actions"]["toolDispatch"]
+    op = fact["operationId"]
+    return T1Input(op, f"{op}_prepared", c, d, fact["providerToolCallId"], "Write", fact["canonicalArgsHash"],
+                   "reconcile", 10 + call)
+
+
+def loop_t2(call: int, run: int = 1) -> T2Input:
+    _, d, r = loop_tool_events(call, run=run)
+    op = d["actions"]["toolDispatch"]["operationId"]
+    return T2Input(op, f"{op}_outcome", r, 20 + call)

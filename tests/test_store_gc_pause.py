@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from maka_ref._store import RuntimeStore, gc_pause, health, projections
-from store_support import raw
-from test_store_transition_cache import t1, t2
+from store_support import loop_t1 as t1, loop_t2 as t2, raw
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ import pytest
 from maka_ref._store import RuntimeStore, insert_facts
 from maka_ref._store.failpoints import FailpointTriggered, arm, disarm
 from store_support import outcome_of as _outcome, raw, raw_insert
-from test_store_transition_cache import _envelope, t1, t2, tool_events
+from store_support import loop_envelope as _envelope, loop_t1 as t1, loop_t2 as t2, loop_tool_events as tool_events
 
 SEAL_SQL = "json_extract(payload_json, '$.status')"
 IDENTITY_SQL = "SELECT DISTINCT"

@@ -26,56 +26,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from maka_ref._codec.argshash import canonical_args_hash
 from maka_ref._ledger.transition import TransitionState, validate_transition
-from maka_ref._store import RuntimeStore, T1Input, T2Input, health
+from maka_ref._store import RuntimeStore, T2Input, health
 from maka_ref._store.failpoints import FailpointTriggered, arm, disarm
+from store_support import loop_t1 as t1, loop_t2 as t2, loop_tool_events as tool_events
 from store_support import outcome_of as _outcome, raw, raw_insert
-
-SESSION = "cache-session"
-
-
-def _envelope(event_id: str, ts: int, role: str, author: str, run: int = 1) -> dict[str, Any]:
-    return {
-        "id": event_id, "invocationId": f"inv-{run}", "runId": f"run-{run}", "sessionId": SESSION,
-        "turnId": f"turn-{run}", "ts": ts, "partial": False, "role": role, "author": author,
-    }
-
-
-def tool_events(call: int, *, variant: str = "", run: int = 1, arg: str = "x") -> tuple[dict, dict, dict]:
-    """(function_call, tool dispatch, bound function_response) of call ``call``; ``variant``
-    changes the event ids only (a second copy of the same facts → duplicates)."""
-    call_id = f"toolu_{call}"
-    op = f"op-{run}-{call}"
-    args = {"path": f"notes/{call}.txt", "content": arg}
-    c = _envelope(f"c-{run}-{call}{variant}", 1000 + call * 10, "model", "agent", run)
-    c["content"] = {"kind": "function_call", "id": call_id, "name": "Write", "args": args}
-    c["refs"] = {"toolCallId": call_id}
-    d = _envelope(f"{op}_dispatch{variant}", 1000 + call * 10, "system", "system", run)
-    d["actions"] = {"toolDispatch": {
-        "protocol": "t1_after_preflight_v1", "operationId": op, "providerToolCallId": call_id, "toolName": "Write",
-        "canonicalArgsHash": canonical_args_hash("Write", args), "recoveryMode": "reconcile",
-    }}
-    d["refs"] = {"operationId": op, "toolCallId": call_id}
-    r = _envelope(f"{op}_response{variant}", 1001 + call * 10, "tool", "tool", run)
-    r["content"] = {"kind": "function_response", "id": call_id, "name": "Write", "result": {"ok": True}}
-    r["refs"] = {"operationId": op, "toolCallId": call_id}
-    return c, d, r
-
-
-def t1(call: int, run: int = 1, arg: str = "x") -> T1Input:
-    c, d, _ = tool_events(call, run=run, arg=arg)
-    fact = d["actions"]["toolDispatch"]
-    op = fact["operationId"]
-    return T1Input(op, f"{op}_prepared", c, d, fact["providerToolCallId"], "Write", fact["canonicalArgsHash"],
-                   "reconcile", 10 + call)
-
-
-def t2(call: int, run: int = 1) -> T2Input:
-    _, d, r = tool_events(call, run=run)
-    op = d["actions"]["toolDispatch"]["operationId"]
-    return T2Input(op, f"{op}_outcome", r, 20 + call)
-
 
 # =======================================================================================
 # Pure: chained TransitionState.advance == validate_transition over the accumulated ledger
@@ -297,7 +252,7 @@ import sys
 sys.path.insert(0, {repo!r})
 sys.path.insert(0, {repo!r} + '/tests')
 from maka_ref._store import RuntimeStore
-from test_store_transition_cache import t1, t2
+from store_support import loop_t1 as t1, loop_t2 as t2
 store = RuntimeStore.open({root!r})
 store.commit_tool_prepared(t1(1))
 store.commit_tool_outcome(t2(1))
