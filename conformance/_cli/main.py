@@ -136,13 +136,16 @@ def _cmd_vectors(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _add_selftest_parser(sub: Any) -> None:
-    p = sub.add_parser("selftest", help="run the suite against the mutant corpus and report the mutation score")
+    p = sub.add_parser("selftest", help="run the suite against the mutant corpus (each must fail) and the legal "
+                                        "variants (each must pass); report the mutation score and false alarms")
     p.add_argument("--mutants", metavar="A,B", help="only these mutants (comma-separated; default: all)")
     p.add_argument("--full", action="store_true", help="every mutant against the whole suite (complete kill matrix)")
     p.add_argument("-n", "--workers", type=_workers, default="2", metavar="N", help="mutants certified at once, each in one process (default 2; auto = CPU count)")
     p.add_argument("--report-dir", default="maka-conformance-selftest", metavar="DIR", help="where the reports go (default: %(default)s)")
     p.add_argument("--no-baseline", action="store_true", help="skip the baseline run against the unmutated reference")
-    p.add_argument("--list", action="store_true", help="list the mutant corpus and exit")
+    p.add_argument("--variants", metavar="A,B",
+                   help="only these legal variants (comma-separated; default: all; 'none' for none)")
+    p.add_argument("--list", action="store_true", help="list the mutant and legal-variant corpora and exit")
 
 
 def _cmd_selftest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -13,6 +13,11 @@ Two sizes:
 * ``full``: each mutant against the whole suite, which builds the complete kill matrix
   (about as long as one full certification per mutant).
 
+The other direction: every **legal variant** of ``maka_ref/adapter/_variants`` (a correct
+implementation that words or chooses what the spec leaves free differently) is certified on
+its selection and must pass; a clause it fails is a **false alarm** (the suite compares
+something the contract does not fix) and fails the self-test like a survivor does.
+
 A **baseline** run of the same selections against the unmutated reference comes first: a
 clause that fails on the reference itself proves nothing, so it is reported and its
 failures are not counted as kills.
@@ -24,9 +29,13 @@ Library API: :func:`run_selftest` → :class:`SelftestResult` (``to_json``, ``re
 from conformance._selftest._run import (
     MutantOutcome,
     SelftestResult,
+    VariantOutcome,
     list_mutants,
+    list_variants,
     mutant_command,
     run_selftest,
+    variant_command,
 )
 
-__all__ = ["MutantOutcome", "SelftestResult", "list_mutants", "mutant_command", "run_selftest"]
+__all__ = ["MutantOutcome", "SelftestResult", "VariantOutcome", "list_mutants", "list_variants", "mutant_command",
+           "run_selftest", "variant_command"]

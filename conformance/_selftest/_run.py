@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-__all__ = ["MutantOutcome", "SelftestResult", "list_mutants", "mutant_command", "run_selftest"]
+__all__ = ["MutantOutcome", "SelftestResult", "VariantOutcome", "list_mutants", "list_variants", "mutant_command",
+           "run_selftest", "variant_command"]
 
 KILLING_OUTCOMES = ("failed", "error")
 
@@ -26,6 +27,40 @@ def mutant_command(name: str | None) -> str:
     """The implementation command line of mutant ``name`` (``None``: the plain reference)."""
     argv = [sys.executable, "-m", "maka_ref.adapter"] + (["--mutant", name] if name else [])
     return shlex.join(argv)
+
+
+def list_variants() -> list[dict[str, Any]]:
+    """The legal-variant corpus as JSON-able dicts (imports the registry only)."""
+    from maka_ref.adapter import _variants
+
+    return [v.to_json() for v in _variants.VARIANTS.values()]
+
+
+def variant_command(name: str) -> str:
+    """The implementation command line of legal variant ``name``."""
+    return shlex.join([sys.executable, "-m", "maka_ref.adapter", "--variant", name])
+
+
+@dataclass
+class VariantOutcome:
+    """A legal variant (a correct implementation making a free choice differently): it must
+    pass every clause it runs; each clause it fails is a *false alarm* of the suite."""
+
+    name: str
+    spec: str
+    description: str
+    selection: dict[str, Any]
+    status: str  # "passed" | "false_alarm" | "error"
+    false_alarms: list[str] = field(default_factory=list)
+    clauses_run: int = 0
+    duration_s: float = 0.0
+    error: str | None = None
+    report_dir: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "spec": self.spec, "description": self.description, "selection": self.selection,
+                "status": self.status, "falseAlarms": list(self.false_alarms), "clausesRun": self.clauses_run,
+                "durationS": round(self.duration_s, 2), "error": self.error, "reportDir": self.report_dir}
 
 
 @dataclass
@@ -59,6 +94,11 @@ class SelftestResult:
     baseline_failures: dict[str, str] = field(default_factory=dict)  # clause -> outcome on the reference
     baseline_error: str | None = None
     duration_s: float = 0.0
+    variants: list[VariantOutcome] = field(default_factory=list)
+
+    @property
+    def false_alarms(self) -> list[VariantOutcome]:
+        return [v for v in self.variants if v.status == "false_alarm"]
 
     @property
     def killed(self) -> list[MutantOutcome]:
@@ -89,9 +129,9 @@ class SelftestResult:
 
     @property
     def exit_code(self) -> int:
-        if self.errors or self.baseline_error:
+        if self.errors or self.baseline_error or any(v.status == "error" for v in self.variants):
             return 2
-        return 0 if not self.survivors else 1
+        return 0 if not self.survivors and not self.false_alarms else 1
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -104,6 +144,8 @@ class SelftestResult:
             "mutants": [m.to_json() for m in self.mutants],
             "clauses": {c: names for c, names in self.kills_by_clause().items()},
             "clausesKillingNone": self.clauses_killing_none(),
+            "variants": [v.to_json() for v in self.variants],
+            "falseAlarms": {v.name: list(v.false_alarms) for v in self.false_alarms},
         }
 
     def render_markdown(self) -> str:
@@ -134,6 +176,13 @@ class SelftestResult:
         none = self.clauses_killing_none()
         lines += ["", f"## Clauses that kill no mutant ({len(none)} of {len(kills)} run)", ""]
         lines.append(", ".join(f"`{c}`" for c in none) if none else "none")
+        if self.variants:
+            lines += ["", "## Legal variants (must pass: a failing clause is a false alarm)", "",
+                      "| variant | spec | status | clauses run | false alarms |", "|---|---|---|---|---|"]
+            for v in self.variants:
+                alarms = ", ".join(f"`{c}`" for c in v.false_alarms) or (f"error: {v.error.splitlines()[0][:120]}"
+                                                                         if v.error else "none")
+                lines.append(f"| `{v.name}` | {v.spec} | {v.status} | {v.clauses_run} | {alarms} |")
         return "\n".join(lines) + "\n"
 
     def write(self, directory: str | Path) -> dict[str, Path]:
@@ -174,12 +223,18 @@ def _parallelism(workers: int | str) -> int:
 def run_selftest(mutants: Sequence[str] | None = None, *, full: bool = False, workers: int | str = 2,
                  report_dir: str | Path = "maka-conformance-selftest", baseline: bool = True,
                  request_timeout: float = 30.0, run_timeout: float = 1800.0,
-                 on_mutant: Callable[[MutantOutcome], None] | None = None) -> SelftestResult:
+                 on_mutant: Callable[[MutantOutcome], None] | None = None,
+                 variants: Sequence[str] | None = None,
+                 on_variant: Callable[[VariantOutcome], None] | None = None) -> SelftestResult:
     """Certify every mutant (or those named) and grade the suite; writes nothing but the
     per-run report directories under ``report_dir`` (call :meth:`SelftestResult.write`).
 
     ``workers`` (``-n``): how many mutants are certified at once, each certification in one
-    pytest process; the baseline run uses ``workers`` xdist workers."""
+    pytest process; the baseline run uses ``workers`` xdist workers.
+
+    ``variants``: the legal variants to certify after the mutants (``None``: every one; an
+    empty list: none). Each must pass every clause of its selection (the whole suite with
+    ``full``); a clause it fails is a false alarm and makes the self-test fail."""
     from conformance.certify import certify
     from maka_ref.adapter import _mutants
 
@@ -258,5 +313,47 @@ def run_selftest(mutants: Sequence[str] | None = None, *, full: bool = False, wo
                 on_mutant(outcomes[name])
     result.mutants = [outcomes[name] for name in names]
     result.clauses_run = sorted(clauses_run)
+    result.variants = _certify_variants(variants, full=full, workers=workers, root=root,
+                                        request_timeout=request_timeout, run_timeout=run_timeout,
+                                        on_variant=on_variant)
     result.duration_s = time.monotonic() - started
     return result
+
+
+def _certify_variants(names: Sequence[str] | None, *, full: bool, workers: int | str, root: Path,
+                      request_timeout: float, run_timeout: float,
+                      on_variant: Callable[[VariantOutcome], None] | None) -> list[VariantOutcome]:
+    """Certify each legal variant on its selection; every failing clause is a false alarm."""
+    from conformance.certify import certify
+    from maka_ref.adapter import _variants
+
+    chosen = list(_variants.VARIANTS) if names is None else list(names)
+    unknown = [n for n in chosen if n not in _variants.VARIANTS]
+    if unknown:
+        raise KeyError(f"unknown variant(s): {', '.join(unknown)}")
+    outcomes = []
+    for name in chosen:
+        v = _variants.VARIANTS[name]
+        selection = {"level": None, "keyword": None if full else v.keyword}
+        directory = root / "variants" / name
+        run = certify(variant_command(name), keyword=selection["keyword"], workers=workers, report_dir=directory,
+                      request_timeout=request_timeout, run_timeout=run_timeout)
+        outcome = VariantOutcome(v.name, v.spec, v.description, selection, "passed", duration_s=run.duration_s,
+                                 report_dir=str(directory))
+        if run.harness_error is not None or any(r.harness_errors for r in run.reports):
+            outcome.status = "error"
+            outcome.error = run.harness_error or "; ".join(str(e) for r in run.reports for e in r.harness_errors)
+        else:
+            for report in run.reports:
+                for c in report.clauses:
+                    if c.outcome in ("not_claimed", "skipped", "not_run"):
+                        continue
+                    outcome.clauses_run += 1
+                    if c.outcome in KILLING_OUTCOMES:
+                        outcome.false_alarms.append(c.clause_id)
+            if outcome.false_alarms:
+                outcome.status = "false_alarm"
+        outcomes.append(outcome)
+        if on_variant is not None:
+            on_variant(outcome)
+    return outcomes

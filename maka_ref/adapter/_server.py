@@ -102,6 +102,8 @@ def _parse_args(argv: list[str] | None) -> tuple[str, ...]:
     (``maka_ref/adapter/_mutants``, ``docs/selftest.md``) before serving; ``--list-mutants``
     prints the corpus and exits. An unknown name exits 2 with the list. The corpus is imported
     only when one of these options is given: the normal code path never touches it.
+    ``--variant NAME`` / ``--list-variants`` do the same for the legal-variant corpus
+    (``maka_ref/adapter/_variants``): correct implementations the suite must pass.
     """
     import argparse
 
@@ -111,7 +113,21 @@ def _parse_args(argv: list[str] | None) -> tuple[str, ...]:
     parser.add_argument("--mutant", metavar="NAME",
                         help="apply one mutant of the self-test corpus (see --list-mutants)")
     parser.add_argument("--list-mutants", action="store_true", help="list the mutant corpus and exit")
+    parser.add_argument("--variant", metavar="NAME",
+                        help="apply one legal variant of the self-test corpus (see --list-variants)")
+    parser.add_argument("--list-variants", action="store_true", help="list the legal-variant corpus and exit")
     args = parser.parse_args(argv)
+    if args.list_variants or args.variant is not None:
+        from maka_ref.adapter import _variants
+
+        if args.list_variants:
+            sys.stdout.write(_variants.render_list())
+            sys.exit(0)
+        if args.variant not in _variants.VARIANTS:
+            sys.stderr.write(f"python -m maka_ref.adapter: unknown variant {args.variant!r}; known variants:\n"
+                             + _variants.render_list())
+            sys.exit(2)
+        _variants.apply(args.variant)
     if args.list_mutants or args.mutant is not None:
         from maka_ref.adapter import _mutants
 
