@@ -173,7 +173,9 @@ class TestScenario29LaneEdgeCases:
 
 
 class TestUninterpretableEntries:
-    """Choices: non-objects and ill-typed identity/tool fields are lane conflicts; never raises."""
+    """Outside the well-typed domain (non-objects, ill-typed identity/tool fields) the lane is
+    a conflict (our fail-closed choice); an *absent* key reads as upstream's ``undefined``
+    (``validateToolLedgerEventLane``, core/src/tool-ledger-scanner.ts:158). Never raises."""
 
     @pytest.mark.parametrize("value", [None, 1, "x", [], [w_call()], ("a",), object()])
     def test_non_objects_are_conflicts(self, value):
@@ -185,8 +187,15 @@ class TestUninterpretableEntries:
     @pytest.mark.parametrize("bad", [None, 7, ["x"], {"a": 1}])
     def test_identity_fields_must_be_strings(self, key, bad):
         assert classify_lane(with_fields(event("e-1"), **{key: bad})) == "conflict"
-        missing = event("e-1", drop=[key])
-        assert classify_lane(missing) == "conflict"
+
+    @pytest.mark.parametrize("key", ["id", "invocationId", "sessionId", "runId", "turnId"])
+    def test_an_absent_identity_field_is_undefined_not_a_conflict(self, key):
+        """Upstream reads a missing identity field as ``undefined``; the lane rules never look
+        at identity fields, so the lane is the event's lane."""
+        assert classify_lane(event("e-1", drop=[key])) == "ordinary"
+        call = w_call()
+        del call[key]
+        assert classify_lane(call) == "function_call"
 
     @pytest.mark.parametrize(
         "mutate",
@@ -194,7 +203,7 @@ class TestUninterpretableEntries:
             lambda e: e["content"].__setitem__("id", ["x"]),
             lambda e: e["content"].__setitem__("name", None),
             lambda e: e.__setitem__("partial", None),
-            lambda e: e.__delitem__("partial"),
+            lambda e: e.__setitem__("partial", True),
             lambda e: e.__setitem__("actions", None),
             lambda e: e.__setitem__("actions", ["stateDelta"]),
         ],
@@ -203,6 +212,23 @@ class TestUninterpretableEntries:
         call = w_call()
         mutate(call)
         assert classify_lane(call) == "conflict"
+
+    @pytest.mark.parametrize("path", [("partial",), ("content", "id"), ("content", "name"), ("content", "args")])
+    def test_absent_call_fields_keep_the_lane(self, path):
+        """Upstream: an absent ``partial`` is not partial (``event.partial ||`` is falsy), and the
+        lane rules never read ``content.id``/``name``/``args``."""
+        call = w_call()
+        parent = call
+        for key in path[:-1]:
+            parent = parent[key]
+        del parent[path[-1]]
+        assert classify_lane(call) == "function_call"
+
+    @pytest.mark.parametrize("key", ["operationId", "providerToolCallId", "toolName", "canonicalArgsHash"])
+    def test_absent_dispatch_fields_keep_the_lane(self, key):
+        dispatch = w_dispatch()
+        del dispatch["actions"]["toolDispatch"][key]
+        assert classify_lane(dispatch) == "tool_dispatch"
 
     @pytest.mark.parametrize("key", ["operationId", "providerToolCallId", "toolName", "canonicalArgsHash"])
     def test_dispatch_fields_read_by_the_scanner_must_be_strings(self, key):

@@ -755,10 +755,11 @@ def test_undecoded_invalid_first_markers(first):
 
 
 def test_marker_rule_for_uninterpretable_entries():
-    """Choice: a non-object has no marker; the scanner reports it with eventId ""."""
+    """Choice: a non-object has no marker; the scanner reports it without an eventId."""
     r = resolve([None, w_call()])
     assert r.tool_boundary_protocol is None
-    assert iss(r) == ["semantic_lane_conflict@"]
+    assert iss(r) == ["semantic_lane_conflict@None"]
+    assert r.to_json()["issues"] == [{"code": "semantic_lane_conflict"}]
     assert status_reason(r) == ("indeterminate", "legacy_dispatch_unknown")
 
 

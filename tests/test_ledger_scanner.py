@@ -263,7 +263,10 @@ def test_decoded_frozen_events_scan_like_plain_dicts():
 
 
 def test_uninterpretable_entries_become_global_lane_conflicts():
-    """Choice: non-objects / non-string ids → semantic_lane_conflict with eventId id-or-""."""
+    """Outside the well-typed domain (non-objects, ids or identity fields of the wrong type,
+    ``null`` included) → a global semantic_lane_conflict whose eventId is the id when it is a
+    string, else absent (our fail-closed choice). An object without an id (``{}``) is in the
+    domain: an ordinary event whose id is undefined, as upstream reads it."""
     events = [
         None,
         7,
@@ -280,16 +283,16 @@ def test_uninterpretable_entries_become_global_lane_conflicts():
     scan = scan_tool_ledger(events)
     assert events == before
     assert [(i.code, i.event_id) for i in scan.issues] == [
-        ("semantic_lane_conflict", ""),
-        ("semantic_lane_conflict", ""),
-        ("semantic_lane_conflict", ""),
-        ("semantic_lane_conflict", ""),
-        ("semantic_lane_conflict", ""),
-        ("semantic_lane_conflict", ""),
-        ("semantic_lane_conflict", ""),
+        ("semantic_lane_conflict", None),
+        ("semantic_lane_conflict", None),
+        ("semantic_lane_conflict", None),
+        ("semantic_lane_conflict", None),
+        ("semantic_lane_conflict", None),
+        ("semantic_lane_conflict", None),
         ("semantic_lane_conflict", "c-bad-inv"),
         ("semantic_lane_conflict", "ordinary-bad-turn"),
     ]
+    assert scan.to_json()["issues"][0] == {"code": "semantic_lane_conflict"}
     assert [op.tool_call_id for op in scan.operations] == ["provider-call-1"]
 
 
@@ -297,7 +300,7 @@ def test_uninterpretable_entries_become_global_lane_conflicts():
 def test_non_sequence_inputs_fail_closed(value):
     """Choice: a non-sequence input is one uninterpretable entry (never an exception)."""
     scan = scan_tool_ledger(value)
-    assert [(i.code, i.event_id) for i in scan.issues] == [("semantic_lane_conflict", "")]
+    assert [(i.code, i.event_id) for i in scan.issues] == [("semantic_lane_conflict", None)]
 
 
 def test_generators_and_tuples_are_accepted():

@@ -64,7 +64,7 @@ def test_pieces_of_garbage(events: list[Any], cuts: list[int]) -> None:
 
 
 def test_markers_are_reported_in_order_with_their_ids() -> None:
-    """§6.2 steps 1–2: every marker-carrying entry, in order; ``""`` for an unusable id."""
+    """§6.2 steps 1–2: every marker-carrying entry, in order; ``None`` for an unusable id."""
     marker = {"runtimeProtocol": {"toolBoundary": f.T1}}
     events = [
         f.event("first", actions=marker),
@@ -76,11 +76,11 @@ def test_markers_are_reported_in_order_with_their_ids() -> None:
     scanner = LedgerScanner(markers=[])
     scanner.feed(events[:2])
     scanner.feed(events[2:])
-    assert scanner.markers == ["first", "late", ""]
+    assert scanner.markers == ["first", "late", None]
     issues = [i.to_json() for i in resolve_recovery(events).issues]
     assert issues[:2] == [
         {"code": "protocol_marker_invalid", "eventId": "late"},
-        {"code": "protocol_marker_invalid", "eventId": ""},
+        {"code": "protocol_marker_invalid"},
     ]
 
 

@@ -223,9 +223,14 @@ def test_a_candidate_that_cannot_be_encoded_differs():
 
 
 def test_uninterpretable_candidates_are_lane_conflicts():
-    """Choice: a non-object candidate is a semantic_lane_conflict with eventId ""."""
-    assert check([], [None], "generic_append") == {"ok": False, "code": "semantic_lane_conflict", "eventId": ""}
-    assert check([w_call()], [{"id": 3}], "t1_prepare") == {"ok": False, "code": "semantic_lane_conflict", "eventId": ""}
+    """Choice: a non-object candidate (or one with an ill-typed id) is a semantic_lane_conflict
+    without an eventId; a candidate that merely lacks an id is judged by its lane, and a shape
+    conflict on it names ``"unknown"`` (upstream: ``events[0]?.id ?? 'unknown'``)."""
+    assert check([], [None], "generic_append") == {"ok": False, "code": "semantic_lane_conflict"}
+    assert check([w_call()], [{"id": 3}], "t1_prepare") == {"ok": False, "code": "semantic_lane_conflict"}
+    idless = w_call()
+    del idless["id"]
+    assert check([], [idless], "t1_prepare") == {"ok": False, "code": "transition_shape_conflict", "eventId": "unknown"}
 
 
 def test_unknown_kind_is_a_programming_error():

@@ -10,6 +10,7 @@ import copy
 from typing import Any
 
 from maka_ref._plan.replay import phase0_replay_events
+from maka_ref._plan.resume_plan import build_resume_plan
 from maka_ref.testing.families import event, w_call, w_decision_parked, w_dispatch, w_outcome, w_reconcile
 
 
@@ -164,7 +165,8 @@ def test_visible_marker_on_content_less_event_is_kept() -> None:
 
 def test_non_object_events_and_odd_contents_are_dropped() -> None:
     """Our choice (docs/choices/plan.md): non-objects and non-object contents are dropped;
-    `content: null` counts as no content; unknown content kinds are kept."""
+    `content: null` counts as no content; unknown content kinds are kept. A call and a
+    response without ``name`` pair (upstream: ``undefined === undefined``)."""
     events: list[Any] = [
         None,
         7,
@@ -180,7 +182,8 @@ def test_non_object_events_and_odd_contents_are_dropped() -> None:
         {"id": "call-no-name", "content": {"kind": "function_call", "id": "c", "args": {}}},
         {"id": "resp-no-name", "content": {"kind": "function_response", "id": "c", "result": 1}},
     ]
-    assert ids(replay(events)) == ["user-1", "no-content-null", "unknown-kind", "no-kind"]
+    assert ids(replay(events)) == ["user-1", "no-content-null", "unknown-kind", "no-kind", "call-bad-id", "resp-bad-id",
+                                   "call-no-name", "resp-no-name"]
 
 
 def test_empty_and_iterables() -> None:
@@ -190,20 +193,24 @@ def test_empty_and_iterables() -> None:
     assert ids(phase0_replay_events(tuple(events))) == ["user-1", "terminal-1"]
 
 
-def test_call_ids_are_scoped_by_invocation() -> None:
-    """Our reading of §1.7 with spec 20 §0.2 (calls keyed by `(invocationId, call id)`): a
-    provider call id reused in another invocation does not pair an unanswered call there, so
-    "an unresolved call never appears in replay" holds (docs/choices/plan.md)."""
+def test_call_ids_are_paired_by_id_alone_and_the_plan_still_blocks() -> None:
+    """§1.7 as upstream implements it (``collectPairedCallIds``, runtime-resume.ts:1443): a
+    provider call id is paired by id alone, a later call overwriting the earlier one whatever
+    its invocation. A reused id can therefore carry an unanswered call of a later invocation
+    into the replay list, but that call is an unsettled operation, so the plan is blocked and
+    the list is never replayed (docs/spec-choices.md, "Phase 0 pairing")."""
     second = {"invocationId": "invocation-2", "runId": "run-2", "turnId": "turn-2"}
     events = [
         call("call-1", "tool-1", "Bash"),
         response("result-1", "tool-1", "Bash"),
         call("call-2", "tool-1", "Write", **second),
     ]
-    assert ids(replay(events)) == ["call-1", "result-1"]
-    # A response in the other invocation does not pair the first invocation's call either.
+    assert ids(replay(events)) == ["call-1", "result-1", "call-2"]
+    assert build_resume_plan(events).disposition == "blocked"
+    # A response in the other invocation pairs by id too; the resolver calls it an orphan.
     events = [call("call-1", "tool-1", "Bash"), response("result-2", "tool-1", "Bash", **second)]
-    assert replay(events) == ()
+    assert ids(replay(events)) == ["call-1", "result-2"]
+    assert build_resume_plan(events).disposition == "blocked"
     # Both invocations answered: everything replays.
     events = [
         call("call-1", "tool-1", "Bash"),

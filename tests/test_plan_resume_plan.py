@@ -591,10 +591,12 @@ def test_resolver_corruption_alone_blocks() -> None:
     assert plan.disposition == "blocked"
 
 
-def test_call_id_reused_across_invocations_is_not_a_name_mismatch() -> None:
-    """§1.3 item 6 with spec 10 §4.3 / scenario 37: the same provider call id in two
-    invocations is two operations; each response is checked against the operation of its own
-    invocation (docs/choices/plan.md), so both answered calls give a safe_replay."""
+def test_call_id_reused_across_invocations_blocks_as_upstream() -> None:
+    """§1.3 item 6 as upstream implements it (runtime-resume.ts:1260 ``operationsById``): a
+    response is checked against the *last* operation with its provider call id, whatever the
+    invocation. A provider that reuses ``tool-1`` for ``Bash`` and then ``Write`` therefore
+    blocks with ``tool_name_mismatch`` (an earlier reference scoped the lookup by invocation
+    and planned ``safe_replay``, handing the provider two calls of one id)."""
     second = {"invocationId": "invocation-2", "runId": "run-2", "turnId": "turn-2"}
     events = [
         call("call-1", "tool-1", "Bash"),
@@ -607,13 +609,19 @@ def test_call_id_reused_across_invocations_is_not_a_name_mismatch() -> None:
         ("call-1", "Bash", "succeeded"),
         ("call-2", "Write", "succeeded"),
     ]
-    assert plan.diagnostics == ()
-    assert plan.disposition == "safe_replay"
+    assert [(d.code, d.event_id, d.tool_call_id, d.tool_name, d.detail) for d in plan.diagnostics] == [
+        ("tool_name_mismatch", "result-1", "tool-1", "Bash", {"callToolName": "Write", "responseToolName": "Bash"}),
+    ]
+    assert plan.disposition == "blocked" and plan.rejection_reasons == ("dangling_tool_state",)
     assert replay_ids(plan) == ["call-1", "result-1", "call-2", "result-2"]
-    # The second invocation's call unanswered: blocked, and that call is not replayed.
+    # The same id reused for the same tool: no mismatch, safe to replay (as upstream).
+    same = [call("call-1", "tool-1", "Bash"), response("result-1", "tool-1", "Bash"),
+            call("call-2", "tool-1", "Bash", **second), response("result-2", "tool-1", "Bash", **second)]
+    assert build_checked(same).disposition == "safe_replay"
+    # The second invocation's call unanswered: blocked by it, whatever the pairing lists.
     plan = build_checked(events[:3])
-    assert codes(plan) == ["pending_tool_result"]
-    assert replay_ids(plan) == ["call-1", "result-1"]
+    assert codes(plan) == ["pending_tool_result", "tool_name_mismatch"]
+    assert replay_ids(plan) == ["call-1", "result-1", "call-2"]
 
 
 # ---------------------------------------------------------------------------------------

@@ -260,7 +260,8 @@ def interpret_operation(op: Any, event_order: Mapping[str, int]) -> Interpretati
     lookup = event_order.get if isinstance(event_order, Mapping) else _EMPTY.get
     for event in chain:
         event_id = _get(event, "id")
-        position = lookup(event_id) if isinstance(event_id, str) else None
+        # an absent id is looked up as None (upstream's Map keys every id-less event by undefined)
+        position = lookup(event_id) if event_id is None or isinstance(event_id, str) else None
         if not isinstance(position, int) or position <= previous:
             return _corruption(EVENT_ORDER_CONFLICT)
         previous = position

@@ -9,14 +9,18 @@ claims two tool lanes, or whose envelope does not match its lane ("lane smugglin
 Why a module of its own: the scanner, the transition validator, the bundle validator and the
 Code Mode helper all ask the same question, and must get the same answer.
 
-Robustness (our choice, documented in ``docs/choices/ledger.md``): these functions accept
-any value and never raise. Beyond the spec's envelope rules, an event is a ``conflict`` when
-it cannot be interpreted at all: it is not a JSON object (``dict``), or one of ``id``,
-``invocationId``, ``sessionId``, ``runId``, ``turnId`` is not a string; and a tool-lane event
-is a ``conflict`` when a field the scanner reads on that lane has the wrong type (e.g.
-``content.id`` / ``content.name`` not strings, ``toolDispatch`` not an object with string
-``operationId`` / ``providerToolCallId`` / ``toolName`` / ``canonicalArgsHash``, a recovery
-fact whose ``payload.operationId`` is not a string, ``partial`` not exactly ``false``).
+Domain (``docs/choices/ledger.md``, "Well-typed events"): on *well-typed* events — every field
+the spec names is absent or has its JSON type — these functions answer exactly as upstream's
+``validateToolLedgerEventLane`` does, an absent key reading as JavaScript ``undefined``
+(an absent ``partial`` is not partial, an absent ``content.name`` is no name, an absent id
+is no id). Outside that domain the answer is ours (the spec leaves it free) and fails
+closed: an entry that is not a JSON object (``dict``), or that gives ``id``, ``invocationId``,
+``sessionId``, ``runId``, ``turnId``, ``partial``, ``content.id``/``content.name`` on a
+call/response, a dispatch's ``operationId``/``providerToolCallId``/``toolName``/
+``canonicalArgsHash`` or a recovery fact's ``payload.operationId`` a value of the wrong JSON
+type (``null`` included), is a ``conflict``; so is a recovery fact without a ``payload``
+object (upstream's scanner would throw there). These functions accept any value and never
+raise.
 
 Depends on: ``_events.constants`` (fact kinds) only.
 """
@@ -45,6 +49,7 @@ RESERVED_TOOL_BOUNDARY_FACT = "reserved_tool_boundary_fact"
 
 _CALL_STATE_KEYS = frozenset(("activityKind", "displayName", "intent"))
 _IDENTITY_FIELDS = ("id", "invocationId", "sessionId", "runId", "turnId")
+_DISPATCH_FIELDS = ("operationId", "providerToolCallId", "toolName", "canonicalArgsHash")
 
 
 def candidate_lanes(event: Any) -> tuple[str, ...]:
@@ -77,12 +82,17 @@ def candidate_lanes(event: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+def ill_typed(value: Any, container: dict, key: str) -> bool:
+    """``container[key]`` is present and not a string (``null`` included): outside the domain."""
+    return type(value) is not str and (value is not None or key in container)
+
+
 def classify_lane(event: Any) -> str:
     """The event's lane, or ``"conflict"`` (§4.1). Never raises."""
     if not isinstance(event, dict):
         return CONFLICT
     for key in _IDENTITY_FIELDS:
-        if not isinstance(event.get(key), str):
+        if ill_typed(event.get(key), event, key):
             return CONFLICT
     return lane_of_event(event)
 
@@ -151,8 +161,9 @@ def lane_of_parts(event: dict, content: Any, actions: Any) -> str:
     if lane is ORDINARY:
         return ORDINARY
 
-    # Common to all tool lanes: partial exactly false, no status, no branch.
-    if get("partial") is not False or "status" in event or "branch" in event:
+    # Common to all tool lanes: not partial (absent or false), no status, no branch.
+    partial = get("partial")
+    if (partial is not False and (partial is not None or "partial" in event)) or "status" in event or "branch" in event:
         return CONFLICT
     role = get("role")
     author = get("author")
@@ -163,7 +174,7 @@ def lane_of_parts(event: dict, content: Any, actions: Any) -> str:
                 return CONFLICT
         elif role != "tool" or author != "tool":
             return CONFLICT
-        if not isinstance(content.get("id"), str) or not isinstance(content.get("name"), str):
+        if ill_typed(content.get("id"), content, "id") or ill_typed(content.get("name"), content, "name"):
             return CONFLICT
         if actions is None:
             return lane if "actions" not in event else CONFLICT  # `actions: null` is not absent
@@ -201,19 +212,14 @@ def lane_of_parts(event: dict, content: Any, actions: Any) -> str:
         dispatch = actions["toolDispatch"]
         if not isinstance(dispatch, dict):
             return CONFLICT
-        dget = dispatch.get
-        if (
-            isinstance(dget("operationId"), str)
-            and isinstance(dget("providerToolCallId"), str)
-            and isinstance(dget("toolName"), str)
-            and isinstance(dget("canonicalArgsHash"), str)
-        ):
-            return lane
-        return CONFLICT
+        for key in _DISPATCH_FIELDS:
+            if ill_typed(dispatch.get(key), dispatch, key):
+                return CONFLICT
+        return lane
     if size != 2:
         return CONFLICT
     payload = recovery.get("payload")
-    if isinstance(payload, dict) and isinstance(payload.get("operationId"), str):
+    if isinstance(payload, dict) and not ill_typed(payload.get("operationId"), payload, "operationId"):
         return lane
     return CONFLICT
 

@@ -47,9 +47,9 @@ CORRUPTION = "corruption"
 INDETERMINATE = "indeterminate"
 
 
-def _event_id(event: Any) -> str:
+def _event_id(event: Any) -> str | None:
     value = event.get("id") if isinstance(event, dict) else None
-    return value if isinstance(value, str) else ""
+    return value if isinstance(value, str) else None
 
 
 def _has_marker(event: Any) -> bool:
@@ -59,13 +59,14 @@ def _has_marker(event: Any) -> bool:
     return isinstance(actions, dict) and "runtimeProtocol" in actions
 
 
-def _build_event_order(events: Sequence[Any]) -> dict[str, int]:
-    """§6.2 step 3: id → index, the *last* index wins for a repeated id."""
-    order: dict[str, int] = {}
+def _build_event_order(events: Sequence[Any]) -> dict[str | None, int]:
+    """§6.2 step 3: id → index, the *last* index wins for a repeated id. Events without an
+    id share the key ``None`` (upstream's ``Map`` keys them all by ``undefined``)."""
+    order: dict[str | None, int] = {}
     for index, event in enumerate(events):
         if isinstance(event, dict):
             event_id = event.get("id")
-            if isinstance(event_id, str):
+            if event_id is None or isinstance(event_id, str):
                 order[event_id] = index
     return order
 
@@ -145,10 +146,10 @@ def _decide(
     call = op.call_event
     dispatch = op.dispatch_event
     response = op.response_event
-    call_id = call["id"] if call is not None else None
-    dispatch_id = dispatch["id"] if dispatch is not None else None
+    call_id = call.get("id") if call is not None else None
+    dispatch_id = dispatch.get("id") if dispatch is not None else None
     if response is not None:
-        response_id = response["id"]
+        response_id = response.get("id")
         content = response.get("content")
         response_is_error = isinstance(content, dict) and content.get("isError") is True
     else:

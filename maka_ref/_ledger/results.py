@@ -27,12 +27,14 @@ class ToolLedgerIssue:
     """One scanner issue: ``{code, eventId, operationId?, toolCallId?}`` (spec 10 §4.3)."""
 
     code: str
-    event_id: str
+    #: None when the event has no string id (the JSON form then has no ``eventId``).
+    event_id: str | None
     operation_id: str | None = None
     tool_call_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"code": self.code, "eventId": self.event_id}
+        out: dict[str, Any] = {"code": self.code}
+        _put(out, "eventId", self.event_id)  # None: the event has no id (absent, as upstream)
         _put(out, "operationId", self.operation_id)
         _put(out, "toolCallId", self.tool_call_id)
         return out
@@ -43,10 +45,12 @@ class ResolverIssue:
     """A resolver issue is reduced to ``{code, eventId}`` (spec 10 §6.1)."""
 
     code: str
-    event_id: str
+    event_id: str | None  # None: no string id (absent in JSON)
 
     def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "eventId": self.event_id}
+        out: dict[str, Any] = {"code": self.code}
+        _put(out, "eventId", self.event_id)  # None: the event has no id (absent, as upstream)
+        return out
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -94,7 +98,8 @@ class Decision:
         set_(self, "response_is_error", response_is_error)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"toolCallId": self.tool_call_id}
+        out: dict[str, Any] = {}
+        _put(out, "toolCallId", self.tool_call_id)  # None: the call has no id (absent, as upstream)
         if self.tool_name:
             out["toolName"] = self.tool_name
         if self.operation_id:

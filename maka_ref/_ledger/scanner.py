@@ -8,11 +8,15 @@ keyed by ``operationId`` alone (store-wide); event ids are global.
 Why: it is the single interpreter of these rules. The resolver, the write-side transition
 validator and projection rebuild all consume its result; none may rebuild its maps.
 
-Robustness: accepts any iterable of any values, never raises, never mutates its input.
-Entries it cannot interpret (not a JSON object, ``id`` not a string, identity fields not
-strings, ill-typed tool fields) are reported as a global ``semantic_lane_conflict`` (with
-``eventId`` = the id when it is a string, else ``""``) and otherwise skipped. See
-``docs/choices/ledger.md``.
+Domain: on well-typed events (every field absent or of its JSON type) the scan is upstream's
+``scanToolLedger`` exactly, an absent key reading as JavaScript ``undefined`` (``None`` here:
+a present ``null`` is ill-typed, so the two never meet): an event without an id is scanned
+under "no id" (a second one is a ``duplicate_event_id`` without ``eventId``), a call without
+``content.id`` is keyed by "no call id", and so on. Outside the domain (not a JSON object, an
+ill-typed identity or tool field) the entry is reported as a global ``semantic_lane_conflict``
+(``eventId`` = the id when it is a string, else absent) and otherwise skipped: the spec
+leaves that answer free, and this one fails closed. Never raises, never mutates its input.
+See ``docs/choices/ledger.md``.
 
 Depends on: ``_ledger.lanes``, ``_ledger.results``, ``_codec.argshash.canonical_args_hash``.
 """
@@ -87,6 +91,18 @@ def _same_execution(first: dict | None, second: dict) -> bool:
         and get1("runId") == get2("runId")
         and get1("turnId") == get2("turnId")
     )
+
+
+def _absent_or_strings(event: dict, *values: Any) -> bool:
+    """The identity fields are each a string or absent (``None`` for an absent key; a present
+    ``null`` or any other type is outside the well-typed domain)."""
+    for key, value in zip(("invocationId", "sessionId", "runId", "turnId"), values):
+        if value is None:
+            if key in event:
+                return False
+        elif not isinstance(value, str):
+            return False
+    return True
 
 
 def _refs_of(event: dict) -> dict:
@@ -180,7 +196,7 @@ class LedgerScanner:
 
         for e in events:
             if not isinstance(e, dict_):
-                add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, ""))
+                add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, None))
                 continue
             get = e.get
             eid = get("id")
@@ -191,9 +207,9 @@ class LedgerScanner:
                 and isinstance(actions, dict_)
                 and "runtimeProtocol" in actions
             ):
-                markers.append(eid if isinstance(eid, str_) else "")
-            if not isinstance(eid, str_):
-                add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, ""))
+                markers.append(eid if isinstance(eid, str_) else None)
+            if eid is not None and not isinstance(eid, str_) or eid is None and "id" in e:
+                add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, None))
                 continue
             # Step 1: duplicate ids are skipped entirely (read side never dedups).
             if eid in seen:
@@ -210,7 +226,7 @@ class LedgerScanner:
                 and isinstance(sid, str_)
                 and isinstance(rid, str_)
                 and isinstance(tid, str_)
-            ):
+            ) or _absent_or_strings(e, inv, sid, rid, tid):
                 # Step 2: the invocation's spine; the first recorded spine is kept.
                 spine = spines.get(inv)
                 if spine is None:
@@ -233,8 +249,8 @@ class LedgerScanner:
 
             if lane is FUNCTION_CALL:
                 # Step 5.
-                call_id = content["id"]
-                name = content["name"]
+                call_id = content.get("id")
+                name = content.get("name")
                 op = calls.get(call_id)
                 if op is None:
                     op = ScannedOperation(call_id, name, None, e)
@@ -255,9 +271,9 @@ class LedgerScanner:
             if lane is TOOL_DISPATCH:
                 # Step 6.
                 t = actions["toolDispatch"]
-                t_op = t["operationId"]
-                t_call = t["providerToolCallId"]
-                t_name = t["toolName"]
+                t_op = t.get("operationId")
+                t_call = t.get("providerToolCallId")
+                t_name = t.get("toolName")
                 op = calls.get(t_call)
                 if op is None:
                     op = ScannedOperation(t_call, t_name, t_op, None, e)
@@ -293,7 +309,7 @@ class LedgerScanner:
                     add_issue(issue)
                     op.issues.append(issue)
                 if call_event is not None:
-                    if _hash_of_call(call_event) != t["canonicalArgsHash"]:
+                    if _hash_of_call(call_event) != t.get("canonicalArgsHash"):
                         issue = ToolLedgerIssue(CANONICAL_ARGS_HASH_CONFLICT, eid, t_op, t_call)
                         add_issue(issue)
                         op.issues.append(issue)
@@ -308,15 +324,15 @@ class LedgerScanner:
                         or rrefs.get("toolCallId", _MISSING) != t_call
                         or not _same_execution(e, response)
                     ):
-                        issue = ToolLedgerIssue(IDENTITY_CONFLICT, response["id"], t_op, t_call)
+                        issue = ToolLedgerIssue(IDENTITY_CONFLICT, response.get("id"), t_op, t_call)
                         add_issue(issue)
                         op.issues.append(issue)
                 continue
 
             if lane is FUNCTION_RESPONSE:
                 # Step 7.
-                call_id = content["id"]
-                name = content["name"]
+                call_id = content.get("id")
+                name = content.get("name")
                 op = calls.get(call_id)
                 if op is None:
                     op = ScannedOperation(call_id, name, None, None, None, e)
@@ -351,7 +367,7 @@ class LedgerScanner:
                 continue
 
             # Step 8: reconcile_result / recovery_decision bind by payload.operationId.
-            payload_op = actions["toolRecovery"]["payload"]["operationId"]
+            payload_op = actions["toolRecovery"]["payload"].get("operationId")
             op = by_operation.get(payload_op)
             if op is None:
                 ref_call = _refs_of(e).get("toolCallId")

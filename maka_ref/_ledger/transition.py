@@ -78,7 +78,9 @@ class TransitionResult:
         if self.ok or self.issue is None:
             return {"ok": True}
         issue = self.issue
-        out: dict[str, Any] = {"ok": False, "code": issue.code, "eventId": issue.event_id}
+        out: dict[str, Any] = {"ok": False, "code": issue.code}
+        if issue.event_id is not None:  # None: the event has no id (absent, as upstream)
+            out["eventId"] = issue.event_id
         # The anchor copies operationId/toolCallId only when non-empty (truthy).
         if issue.operation_id:
             out["operationId"] = issue.operation_id
@@ -94,9 +96,9 @@ def _refuse(issue: ToolLedgerIssue) -> TransitionResult:
     return TransitionResult(False, issue)
 
 
-def _id_of(event: Any) -> str:
+def _id_of(event: Any) -> str | None:
     value = event.get("id") if isinstance(event, dict) else None
-    return value if isinstance(value, str) else ""
+    return value if isinstance(value, str) else None
 
 
 def _canonical(event: Any) -> str | None:
@@ -133,7 +135,9 @@ def _shape_issue(remaining: list[Any], kind: str) -> ToolLedgerIssue | None:
         ok = isinstance(refs, dict) and "operationId" in refs
     if ok:
         return None
-    return ToolLedgerIssue(TRANSITION_SHAPE_CONFLICT, _id_of(remaining[0]))
+    # upstream: ``events[0]?.id ?? 'unknown'`` (core/src/tool-ledger-scanner.ts:569)
+    first_id = _id_of(remaining[0])
+    return ToolLedgerIssue(TRANSITION_SHAPE_CONFLICT, "unknown" if first_id is None else first_id)
 
 
 def validate_transition(existing: Iterable[Any], candidates: Iterable[Any], kind: TransitionKind) -> TransitionResult:
@@ -172,10 +176,12 @@ class TransitionState:
         self._scanner = scanner
         #: The first issue of the existing ledger (it refuses everything), or None.
         self._issue: ToolLedgerIssue | None = scanner.first_issue()
-        self._by_id: dict[str, Any] = {}
+        # id → event, the last one winning (upstream's ``existingById``); an event without an id
+        # is keyed by None (upstream: ``undefined``).
+        self._by_id: dict[str | None, Any] = {}
         if self._issue is None:
-            for event in existing:  # healthy ⇒ every entry is an object with a unique string id
-                self._by_id[event["id"]] = event
+            for event in existing:  # healthy ⇒ every entry is an object whose id is a string or absent
+                self._by_id[event.get("id")] = event
         self._spent = False
         #: How many entries the state describes (existing plus every accepted ``remaining``).
         self.count = len(existing)
@@ -208,7 +214,7 @@ class TransitionState:
         remaining: list[Any] = []
         for candidate in candidates:
             candidate_id = candidate.get("id") if isinstance(candidate, dict) else None
-            prior = by_id.get(candidate_id) if isinstance(candidate_id, str) else None
+            prior = by_id.get(candidate_id) if candidate_id is None or isinstance(candidate_id, str) else None
             if prior is None:
                 remaining.append(candidate)
             elif not _same_event(prior, candidate):
@@ -229,8 +235,8 @@ class TransitionState:
         if issue is not None:
             self._spent = True
             return _refuse(issue)
-        for event in remaining:  # clean ⇒ objects with unique string ids
-            by_id[event["id"]] = event
+        for event in remaining:  # clean ⇒ objects whose id is a unique string or absent
+            by_id[event.get("id")] = event
         self.count += len(remaining)
         return TransitionResult(True, None, tuple(remaining))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from maka_ref._ledger.results import Decision, Resolution
+from maka_ref._ledger.results import Resolution
 from maka_ref._plan.resume_codes import (
     _DIAGNOSTIC_OF_STATUS,
     _OWN_CODE_ISSUES,
@@ -20,7 +20,7 @@ from maka_ref._plan.resume_codes import (
     TOOL_RECOVERY_CORRUPTION,
     UNMATCHED_TOOL_RESULT,
 )
-from maka_ref._plan.resume_inputs import _content_of, _get, _high_water_mismatch, _str_or_none
+from maka_ref._plan.resume_inputs import _get, _high_water_mismatch
 from maka_ref._plan.resume_messages import _message
 from maka_ref._plan.resume_types import PlanDiagnostic, ToolOperation
 
@@ -33,17 +33,16 @@ def _collect_diagnostics(
     recovery: Resolution,
     operations: list[ToolOperation],
     operation_reasons: list[str],
-    operation_calls: list[dict[str, Any]],
-    operation_by_call_id: dict[str, ToolOperation],
-    hidden_call_decisions: list[tuple[Decision, dict[str, Any] | None]],
-    callless_decisions: list[Decision],
-    responses: list[Any],
-) -> tuple[list[PlanDiagnostic], bool]:
-    """The §1.3 diagnostics of a projected prefix, in the spec's order, and ``hidden_pending``.
+    hidden: dict[Any, bool],
+    responses: list[tuple[dict[str, Any], dict[str, Any]]],
+) -> list[PlanDiagnostic]:
+    """The §1.3 diagnostics of a projected prefix, in the spec's order.
 
-    The arguments are what ``build_resume_plan`` computed before this step (the scan and the
-    §1.1 projection); ``hidden_pending`` is True iff an indeterminate hidden (nested) call was
-    found (item 5), which §1.5 counts as needing verification.
+    Step for step upstream's ``collectResumeDiagnostics`` (``runtime-resume.ts:1253``): the
+    fields it copies are copied as they are (an empty tool name stays ``""``, an absent one is
+    absent); ``hidden`` says, for the call event id of each indeterminate decision, whether the
+    last event carrying it is hidden; ``responses`` are the non-partial, non-hidden
+    function_response events as ``(event, content)``.
     """
     diagnostics: list[PlanDiagnostic] = []
     add = diagnostics.append
@@ -69,22 +68,17 @@ def _collect_diagnostics(
         add(
             PlanDiagnostic(
                 code=code,
-                message=_message(
-                    code,
-                    tool_call_id=op.tool_call_id,
-                    tool_name=op.tool_name,
-                    reason=op_reason,
-                ),
+                message=_message(code, tool_call_id=op.tool_call_id, tool_name=op.tool_name, reason=op_reason),
                 event_id=op.call_runtime_event_id,
                 tool_call_id=op.tool_call_id,
-                tool_name=op.tool_name or None,
+                tool_name=op.tool_name,
             )
         )
 
     # 3. one per resolver issue
     for issue in recovery.issues:
         issue_code = issue.code
-        event_id = _str_or_none(issue.event_id)  # "" = an entry without an id
+        event_id = issue.event_id
         if issue_code in _OWN_CODE_ISSUES:
             add(PlanDiagnostic(code=issue_code, message=_message(issue_code, event_id=event_id), event_id=event_id))
         else:
@@ -97,96 +91,86 @@ def _collect_diagnostics(
                 )
             )
 
-    # 4. corruption decisions without a call event (orphan responses are reported by item 6)
-    for decision in callless_decisions:
-        if decision.status != "corruption" or decision.reason == "orphan_response":
+    # 4. corruption decisions without a (non-empty) call event id; orphan responses are
+    # reported by item 6. eventId: the dispatch id, else the response id.
+    for decision in recovery.decisions:
+        if decision.status != "corruption" or decision.call_runtime_event_id or decision.reason == "orphan_response":
             continue
-        event_id = _str_or_none(decision.dispatch_runtime_event_id) or _str_or_none(decision.response_runtime_event_id)
+        event_id = decision.dispatch_runtime_event_id
+        if event_id is None:
+            event_id = decision.response_runtime_event_id
         add(
             PlanDiagnostic(
                 code=TOOL_RECOVERY_CORRUPTION,
-                message=_message(
-                    TOOL_RECOVERY_CORRUPTION,
-                    tool_call_id=decision.tool_call_id,
-                    tool_name=decision.tool_name,
-                    reason=decision.reason,
-                ),
+                message=_message(TOOL_RECOVERY_CORRUPTION, tool_call_id=decision.tool_call_id,
+                                 tool_name=decision.tool_name, reason=decision.reason),
                 event_id=event_id,
-                tool_call_id=_str_or_none(decision.tool_call_id),
-                tool_name=_str_or_none(decision.tool_name),
+                tool_call_id=decision.tool_call_id,
+                tool_name=decision.tool_name or None,
             )
         )
 
-    # 5. indeterminate hidden (nested) calls: still unknown effects, still blocking
-    hidden_pending = False
-    for decision, call in hidden_call_decisions:
-        if decision.status != "indeterminate":
+    # 5. indeterminate decisions whose (non-empty) call event id's last event is hidden
+    for decision in recovery.decisions:
+        call_id = decision.call_runtime_event_id
+        if decision.status != "indeterminate" or not call_id or not hidden.get(call_id):
             continue
-        hidden_pending = True
-        content = _content_of(call)
-        tool_name = _str_or_none(_get(content, "name")) if content is not None else None
-        tool_name = tool_name or _str_or_none(decision.tool_name)
         add(
             PlanDiagnostic(
                 code=PENDING_TOOL_RESULT,
-                message=_message(PENDING_TOOL_RESULT, tool_call_id=decision.tool_call_id, tool_name=tool_name, hidden=True),
-                event_id=_str_or_none(decision.call_runtime_event_id),
-                tool_call_id=_str_or_none(decision.tool_call_id),
-                tool_name=tool_name,
+                message=_message(PENDING_TOOL_RESULT, tool_call_id=decision.tool_call_id,
+                                 tool_name=decision.tool_name, hidden=True),
+                event_id=call_id,
+                tool_call_id=decision.tool_call_id,
+                tool_name=decision.tool_name or None,
             )
         )
 
-    # 6. visible committed responses without an operation, or naming another tool. "The"
-    # operation of a response is the one with its toolCallId; when a provider reused a call id
-    # across invocations (several operations share it) the one whose call is in the response's
-    # invocation is preferred, as tool calls are keyed by (invocationId, call id) — spec 10 §4.3.
+    # 6. visible committed responses: "the" operation of a response is the *last* operation
+    # with its provider call id (whatever the invocation), as in upstream's operationsById.
     if responses:
-        # Only a reused call id needs the (invocationId, call id) map; otherwise both lookups
-        # find the same operation.
-        operation_by_key: dict[tuple[str, str], ToolOperation] | None = None
-        if len(operation_by_call_id) != len(operations):
-            operation_by_key = {}
-            for op, call in zip(operations, operation_calls):
-                invocation_id = _get(call, "invocationId")
-                if type(invocation_id) is str:
-                    operation_by_key.setdefault((invocation_id, op.tool_call_id), op)
-        for event, response_call_id, response_name in responses:
-            op = None
-            if type(response_call_id) is str:
-                if operation_by_key is not None:
-                    invocation_id = _get(event, "invocationId")
-                    if type(invocation_id) is str:
-                        op = operation_by_key.get((invocation_id, response_call_id))
-                if op is None:
-                    op = operation_by_call_id.get(response_call_id)
-            if op is not None and type(response_name) is str and response_name == op.tool_name:
-                continue  # the response matches its operation
-            event_id = _str_or_none(_get(event, "id"))
+        by_call_id: dict[Any, ToolOperation] = {}
+        for op in operations:
+            by_call_id[op.tool_call_id] = op
+        for event, content in responses:
+            call_id = _get(content, "id")
+            name = _get(content, "name")
+            op = by_call_id.get(call_id) if call_id is None or type(call_id) is str else None
+            event_id = _get(event, "id")
+            event_id = event_id if type(event_id) is str else None
             if op is None:
                 add(
                     PlanDiagnostic(
                         code=UNMATCHED_TOOL_RESULT,
                         message=_message(UNMATCHED_TOOL_RESULT, event_id=event_id),
                         event_id=event_id,
-                        tool_call_id=_str_or_none(response_call_id),
-                        tool_name=_str_or_none(response_name),
+                        tool_call_id=call_id if type(call_id) is str else None,
+                        tool_name=name if type(name) is str else None,
                     )
                 )
-            else:
+            elif not (type(name) is str and name == op.tool_name or name is None and op.tool_name is None
+                      and "name" not in content):
                 add(
                     PlanDiagnostic(
                         code=TOOL_NAME_MISMATCH,
-                        message=_message(
-                            TOOL_NAME_MISMATCH,
-                            event_id=event_id,
-                            tool_name=response_name,
-                            call_tool_name=op.tool_name,
-                        ),
+                        message=_message(TOOL_NAME_MISMATCH, event_id=event_id, tool_name=name,
+                                         call_tool_name=op.tool_name),
                         event_id=event_id,
-                        tool_call_id=op.tool_call_id,
-                        tool_name=_str_or_none(response_name),
-                        detail={"callToolName": op.tool_name, "responseToolName": response_name},
+                        tool_call_id=call_id if type(call_id) is str else None,
+                        tool_name=name if type(name) is str else None,
+                        detail=_name_detail(op.tool_name, content),
                     )
                 )
 
-    return diagnostics, hidden_pending
+    return diagnostics
+
+
+def _name_detail(call_tool_name: str | None, content: dict[str, Any]) -> dict[str, Any]:
+    """``{callToolName, responseToolName}``, each absent when the name is (upstream builds the
+    object literally, so an ``undefined`` name drops its key)."""
+    detail: dict[str, Any] = {}
+    if call_tool_name is not None:
+        detail["callToolName"] = call_tool_name
+    if "name" in content:
+        detail["responseToolName"] = content["name"]
+    return detail

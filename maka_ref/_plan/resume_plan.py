@@ -50,13 +50,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from maka_ref._ledger.resolver import resolution_of_scan, resolve_recovery
-from maka_ref._ledger.results import Decision, Resolution
+from maka_ref._ledger.results import Decision, Resolution  # noqa: F401 (Decision: re-export for callers)
 from maka_ref._ledger.scanner import LedgerScanner
 from maka_ref._plan.replay import ReplayScanner
 from maka_ref._plan.resume_codes import _REASON_OF_DIAGNOSTIC, DANGLING_TOOL_STATE
 from maka_ref._plan.resume_diagnostics import _collect_diagnostics
-from maka_ref._plan.resume_inputs import _as_event_tuple, _str_or_none
+from maka_ref._plan.resume_inputs import _as_event_tuple, _get
 from maka_ref._plan.resume_types import (
+    ABSENT_ARGS,
     RESUME_DIRECTIVE,
     Disposition,
     OperationStatus,
@@ -93,7 +94,7 @@ _PIECE = 256
 
 def _scan(
     events: tuple[Any, ...],
-) -> tuple[Resolution, tuple[tuple[Any, ...], dict[str, Any], list[Any]]]:
+) -> tuple[Resolution, tuple[tuple[Any, ...], dict[Any, Any], list[Any]]]:
     """The resolver's scan and the replay pass (§1.7, §1.3 item 6) over ``events``, piece by piece.
 
     Both passes read the same fields of every event. Run one after the other over a large
@@ -111,63 +112,79 @@ def _scan(
     return resolution_of_scan(events, scanner), replay.result()
 
 
+def _hidden_by_last_event(events: tuple[Any, ...], event_ids: set[Any]) -> dict[Any, bool]:
+    """For each id of ``event_ids``: is the *last* event carrying it hidden? (Upstream's
+    ``eventsById`` map, ``runtime-resume.ts:1385`` and ``:1408``, keeps the last event of an
+    id.) One backward pass, only over the ids asked for."""
+    out: dict[Any, bool] = {}
+    wanted = set(event_ids)
+    for event in reversed(events):
+        if not wanted:
+            break
+        if isinstance(event, dict):
+            event_id = _get(event, "id")
+            if (event_id is None or type(event_id) is str) and event_id in wanted:
+                wanted.discard(event_id)
+                out[event_id] = _get(event, "modelVisibility") == "hidden"
+    return out
+
+
 def build_resume_plan(events: Iterable[Any], expected_runtime_event_high_water: Any = None) -> ResumePlan:
-    """Plan a Phase 0 resume of ``events`` (spec 20 §1.2). Never raises, never mutates."""
+    """Plan a Phase 0 resume of ``events`` (spec 20 §1.2). Never raises, never mutates.
+
+    On well-typed ledgers this is upstream's ``buildResumePlanFromRuntimeEvents``
+    (``packages/runtime/src/runtime-resume.ts:888``) step for step: the operations come from
+    the *last* visible ``function_call`` event of each call event id (``:847``), the response
+    checks look an operation up by its provider call id alone, the last operation of an id
+    winning (``:1260``), and hidden calls are judged by the last event of their id.
+    """
     runtime_events, is_ledger = _as_event_tuple(events)
     high_water = len(runtime_events)
     if is_ledger:
-        recovery, (replay, call_events, responses) = _scan(runtime_events)
+        recovery, (replay, visible_calls, responses) = _scan(runtime_events)
     else:
         recovery = resolve_recovery(events)
-        replay, call_events, responses = (), {}, []
+        replay, visible_calls, responses = (), {}, []
     decisions = recovery.decisions
 
-    # §1.1 projection. A decision whose call event is not a visible function_call of the input
-    # (a hidden nested call) is kept aside for §1.3 item 5 and §1.5.
+    # §1.1 projection: a decision becomes an operation when its call event id is non-empty and
+    # names a visible function_call event of the input.
     operations: list[ToolOperation] = []
     operation_reasons: list[str] = []  # the decision reason of each operation, for messages
-    operation_calls: list[dict[str, Any]] = []  # the call event of each operation
-    operation_by_call_id: dict[str, ToolOperation] = {}  # the first operation of each call id
-    hidden_call_decisions: list[tuple[Decision, dict[str, Any] | None]] = []
-    callless_decisions: list[Decision] = []
     for decision in decisions:
         call_id = decision.call_runtime_event_id
-        if type(call_id) is not str or not call_id:
-            callless_decisions.append(decision)
+        if not call_id or (call_id is not None and type(call_id) is not str):
             continue
-        # ``call_events`` only holds non-partial function_call events (see ``ReplayScanner``).
-        found = call_events.get(call_id)
-        if found is None or found[1]:
-            hidden_call_decisions.append((decision, found[0] if found is not None else None))
+        found = visible_calls.get(call_id)
+        if found is None:
             continue
-        call, _, name, args = found
+        _, content = found
         response_id = decision.response_runtime_event_id
-        if type(response_id) is not str or not response_id:
-            response_id = None
-        operation = ToolOperation(
+        name = _get(content, "name")
+        operations.append(ToolOperation(
             decision.tool_call_id,
-            name if type(name) is str else (_str_or_none(decision.tool_name) or ""),
-            args,
+            name if type(name) is str else None,
+            _get(content, "args", ABSENT_ARGS),
             _operation_status(decision),  # type: ignore[arg-type]
             call_id,
-            response_id,
-            (decision.response_is_error is True) if response_id is not None else None,
-        )
-        operations.append(operation)
+            response_id if type(response_id) is str and response_id else None,
+            decision.response_is_error,
+        ))
         operation_reasons.append(decision.reason)
-        operation_calls.append(call)
-        operation_by_call_id.setdefault(operation.tool_call_id, operation)
 
-    diagnostics, hidden_pending = _collect_diagnostics(
+    # Hidden (nested) calls: an indeterminate decision whose call event id's last event is
+    # hidden still blocks (§1.3 item 5, §1.5).
+    asked = {d.call_runtime_event_id for d in decisions
+             if d.status == "indeterminate" and d.call_runtime_event_id is not None}
+    hidden = _hidden_by_last_event(runtime_events, asked) if asked and is_ledger else {}
+
+    diagnostics = _collect_diagnostics(
         expected_runtime_event_high_water,
         high_water,
         recovery,
         operations,
         operation_reasons,
-        operation_calls,
-        operation_by_call_id,
-        hidden_call_decisions,
-        callless_decisions,
+        hidden,
         responses,
     )
 
@@ -178,8 +195,9 @@ def build_resume_plan(events: Iterable[Any], expected_runtime_event_high_water: 
         if reason is not None and reason not in reasons:
             reasons.append(reason)
 
-    # §1.5 verification
-    requires_verification = hidden_pending or any(op.status == "indeterminate" for op in operations)
+    # §1.5 verification (upstream's hasHiddenIndeterminateOperation, :1404: any call event id,
+    # the empty one included)
+    requires_verification = any(op.status == "indeterminate" for op in operations) or any(hidden.values())
 
     disposition: Disposition = (
         "safe_replay"

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from maka_ref._ledger.results import Resolution
 
 __all__ = [
+    "ABSENT_ARGS",
     "RESUME_DIRECTIVE",
     "Disposition",
     "OperationStatus",
@@ -38,24 +39,41 @@ RESUME_DIRECTIVE = (
 )
 
 
+class _AbsentArgs:
+    """The call event had no ``args`` key: the operation's JSON form has no ``args`` either
+    (upstream copies ``call.args``, which is then ``undefined``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ABSENT_ARGS"
+
+
+ABSENT_ARGS: Any = _AbsentArgs()
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class ToolOperation:
     """One visible tool call of the prefix and what became of it (spec 20 §1.1)."""
 
-    tool_call_id: str
-    tool_name: str
-    #: The call event's own ``args`` value (not a copy; treat as read-only).
+    #: None: the call has no ``content.id`` (then absent in JSON, as upstream).
+    tool_call_id: str | None
+    #: The call content's ``name``; None when it has none (absent in JSON).
+    tool_name: str | None
+    #: The call event's own ``args`` value (not a copy; treat as read-only); ``ABSENT_ARGS``
+    #: when the call has no ``args`` key.
     args: Any
     status: OperationStatus
     call_runtime_event_id: str
     response_runtime_event_id: str | None = None
-    #: Present iff ``response_runtime_event_id`` is; True only for ``isError === true``.
+    #: Present iff the decision had a response (even one without an id); True only for
+    #: ``isError === true``.
     response_is_error: bool | None = None
 
     def __init__(
         self,
-        tool_call_id: str,
-        tool_name: str,
+        tool_call_id: str | None,
+        tool_name: str | None,
         args: Any,
         status: OperationStatus,
         call_runtime_event_id: str,
@@ -74,15 +92,18 @@ class ToolOperation:
         set_(self, "response_is_error", response_is_error)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "toolCallId": self.tool_call_id,
-            "toolName": self.tool_name,
-            "args": self.args,
-            "status": self.status,
-            "callRuntimeEventId": self.call_runtime_event_id,
-        }
+        out: dict[str, Any] = {}
+        if self.tool_call_id is not None:
+            out["toolCallId"] = self.tool_call_id
+        if self.tool_name is not None:
+            out["toolName"] = self.tool_name
+        if self.args is not ABSENT_ARGS:
+            out["args"] = self.args
+        out["status"] = self.status
+        out["callRuntimeEventId"] = self.call_runtime_event_id
         if self.response_runtime_event_id is not None:
             out["responseRuntimeEventId"] = self.response_runtime_event_id
+        if self.response_is_error is not None:
             out["responseIsError"] = self.response_is_error is True
         return out
 
