@@ -201,7 +201,12 @@ def test_every_ledger_operation_once(adapter: Adapter) -> None:
     assert adapter.call("ledger.composite_replay", {"segments": [{"events": events[:1]}]}) is not None
     digest = adapter.call("ledger.prefix_digest", {"events": events, "highWater": 3})
     assert digest["ok"] is True and digest["eventIds"] == ["user-event-1", "call-event-1", "dispatch-event-1"]
-    assert adapter.call("ledger.prefix_digest", {"events": events, "highWater": 2}) == {"ok": False, "code": "prefix_high_water_unavailable"}
+    # highWater cuts the run to event_seq <= H, as upstream's store read does (spec 30 §4)
+    cut = adapter.call("ledger.prefix_digest", {"events": events, "highWater": 2})
+    assert cut["ok"] is True and cut["highWater"] == 2 and cut["eventIds"] == ["user-event-1", "call-event-1"]
+    assert cut["digest"] == adapter.call("ledger.prefix_digest", {"events": events[:2]})["digest"] != digest["digest"]
+    assert adapter.call("ledger.prefix_digest", {"events": events, "highWater": 4}) == {"ok": False, "code": "prefix_high_water_unavailable"}
+    assert adapter.call("ledger.prefix_digest", {"events": events, "highWater": 0}) == {"ok": False, "code": "prefix_high_water_invalid"}
     assert adapter.call("ledger.prefix_digest", {"events": []}) == {"ok": False, "code": "prefix_empty"}
     bundle = {"identity": {"operationId": "operation-1"}, "callEvent": events[1], "dispatchEvent": events[2],
               "reconcileEvent": fam.w_reconcile(), "decisionEvent": fam.w_decision_parked("reconcile_diverged")}
@@ -212,7 +217,7 @@ def test_every_ledger_operation_once(adapter: Adapter) -> None:
 def test_every_golden_vector_through_one_adapter(adapter: Adapter) -> None:
     adapter.hello()
     vectors = list(iter_vectors())
-    assert len(vectors) == 360
+    assert len(vectors) == 361
 
     def run(operation: str, input_: Mapping[str, Any]) -> Any:
         response = adapter.call(f"ledger.{operation}", input_, ok=None)

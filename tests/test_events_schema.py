@@ -557,9 +557,14 @@ def test_continuation_start_exact_shape(start: dict[str, Any]) -> None:
                      "runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"}}},
     ],
 )
-def test_continuation_start_event_shape(overrides: dict[str, Any]) -> None:
-    """§1.3.2: system/system, no content/status, not partial, actions ⊆ {start, marker}; marker only for runtime_admission."""
-    rejects(continuation_event(**overrides))
+def test_continuation_start_carrier_is_not_the_decoders_business(overrides: dict[str, Any]) -> None:
+    """§1.3.2's carrier rules (system/system, no content/status, not partial, actions ⊆ {start,
+    marker}, marker only for runtime_admission) are enforced by the store's start writer, as
+    upstream does (its decoder accepts every one of these; ``assertContinuationStartEvent``,
+    storage/src/sqlite-runtime-store.ts:3245, refuses them): they decode here and are refused
+    in tests/test_store_continuation_claims.py and by the STORE-CONT clauses."""
+    event = continuation_event(**overrides)
+    assert decode_runtime_event(event) == event
 
 
 def test_continuation_start_with_marker_and_float_high_water() -> None:

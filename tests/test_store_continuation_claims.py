@@ -423,3 +423,62 @@ def test_c6_claim_fixed_target_vs_append_target(prepared: Path):
         claims = len(store.list_claims("session-1"))
         events = len(store.read_run_events("session-1", "fixed-target-run"))
     assert (claims, events) in ((1, 0), (0, 1))
+
+
+CARRIER_VIOLATIONS = {
+    "model role": {"role": "model"},
+    "agent author": {"author": "agent"},
+    "partial": {"partial": True},
+    "status": {"status": "completed"},
+    "content": {"content": {"kind": "text", "text": "x"}},
+    "extra action": {"actions": "extra"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CARRIER_VIOLATIONS))
+def test_the_start_writer_refuses_a_wrong_carrier(store, name):
+    """Spec 10 §1.3.2 / 30 §2.6: the carrier of a continuation start is system/system, not
+    partial, without content or status, with actions exactly {continuationStart[,
+    runtimeProtocol]}. The *writer* enforces it (the decoder accepts such events, as upstream's
+    does: decodeRuntimeEvent vs assertContinuationStartEvent, sqlite-runtime-store.ts:3245)."""
+    claim = claim_of(store)
+    store.claim_continuation(claim)
+    event = start_event(claim)
+    override = CARRIER_VIOLATIONS[name]
+    if override.get("actions") == "extra":
+        event["actions"]["endInvocation"] = False
+    else:
+        event.update(override)
+    with pytest.raises(ContinuationClaimError) as excinfo:
+        store.commit_continuation_start("claim-1", event)
+    assert excinfo.value.code == "continuation_start_invalid"
+    assert list(store.read_run_events(*_target_session_run(claim))) == []
+    assert store.commit_continuation_start("claim-1", start_event(claim)).created  # the claim is still free
+
+
+def test_the_marker_rides_only_on_a_live_start(store):
+    """Spec 10 §1.3.2: a ``claim_repair`` start must not carry the marker (upstream's
+    'binds the durable tool boundary marker to a live continuation start only' store test);
+    each start writer refuses the other provenance."""
+    claim = claim_of(store)
+    store.claim_continuation(claim)
+    with pytest.raises(ContinuationClaimError) as excinfo:
+        store.commit_continuation_repair_start("claim-1", start_event(claim, "claim_repair", marker=True))
+    assert excinfo.value.code == "continuation_start_invalid"
+    with pytest.raises(ContinuationClaimError):
+        store.commit_continuation_start("claim-1", start_event(claim, "claim_repair", marker=False))
+    assert store.commit_continuation_repair_start("claim-1", start_event(claim, "claim_repair", marker=False)).created
+
+
+def test_refs_on_a_start_are_allowed(store):
+    """Spec 10 §1.3.2 fixes role, author, partial, content, status and the action keys of the
+    carrier, not ``refs``; upstream's writer accepts refs, and so does ours."""
+    claim = claim_of(store)
+    store.claim_continuation(claim)
+    event = start_event(claim)
+    event["refs"] = {"sourceRunId": "continuation-source-run"}
+    assert store.commit_continuation_start("claim-1", event).created
+
+
+def _target_session_run(claim: dict) -> tuple[str, str]:
+    return claim["target"]["sessionId"], claim["target"]["runId"]

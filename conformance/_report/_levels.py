@@ -30,7 +30,7 @@ LEVEL_CAPABILITIES: dict[str, tuple[str, ...]] = {
     "ledger": ("ledger.codec", "ledger.resolver", "ledger.plan"),
     "durable": ("store",),
     "live": ("runtime.loop", "faults"),
-    "recovery": ("runtime.repair", "runtime.continuation"),
+    "recovery": ("store.continuation", "runtime.repair", "runtime.continuation"),
 }
 
 #: Every capability the suite knows, in protocol order (docs/protocol.md §4).

@@ -22,6 +22,7 @@ CAPABILITY_LEVEL: Mapping[str, str] = {
     "ledger.resolver": "ledger",
     "ledger.plan": "ledger",
     "store": "durable",
+    "store.continuation": "recovery",
     "runtime.loop": "live",
     "faults": "live",
     "runtime.repair": "recovery",

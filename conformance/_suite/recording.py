@@ -121,8 +121,13 @@ class Recorder:
 
     @staticmethod
     def _fail(record: ClauseRecord, report: Any, props: Mapping[str, Any], outcome: str) -> None:
+        from conformance.deviations import note_for
+
         record.outcome = outcome
         record.message = str(props.get("maka_message") or _longrepr_text(report))
+        note = note_for(str(record.info.get("clauseId", "")))
+        if note:  # a rule upstream breaks: say so, and why the rule stands (docs/deviations.md)
+            record.message += "\n\n" + note
         diff = props.get("maka_diff")
         record.diff = dict(diff) if isinstance(diff, Mapping) else None
 

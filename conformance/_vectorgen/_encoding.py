@@ -209,6 +209,14 @@ def group_encoding() -> tuple[str, str, list[dict[str, Any]]]:
     ok_decode("continuation-start-v1-projection", "10 §1.3.2; 10 §7.2 #11",
               "A continuation-start event with providerProjectionVersion 1 decodes unchanged.",
               continuation_start20("continuation-start", 10, marker=True))
+    # §1.3.2's carrier rules belong to the store's start writer (STORE-CONT-002), not to decode:
+    # upstream's decoder accepts these (its store refuses them; sqlite-runtime-store.ts:3245).
+    ok_decode("continuation-start-claim-repair-with-marker", "10 §1.3.2",
+              "A claim_repair start carrying the marker decodes unchanged; the start writer refuses it.",
+              continuation_start20("continuation-start", 10, marker=True, provenance="claim_repair"))
+    ok_decode("continuation-start-model-carrier", "10 §1.3.2",
+              "A continuation start on a model/agent event decodes unchanged; the start writer refuses it.",
+              W(continuation_start20("continuation-start", 10, marker=False), role="model", author="agent"))
     ok_decode("permission-closure-sole-action", "10 §1.3; 10 §7.2 #12",
               "permissionClosureAccepted {requestId, reason: timed_out} as the only action decodes.",
               E("closure-1", actions={"permissionClosureAccepted": {"requestId": "request-1", "reason": "timed_out"}}))
@@ -297,9 +305,6 @@ def group_encoding() -> tuple[str, str, list[dict[str, Any]]]:
     bad_decode("continuation-start-v2-projection", "10 §1.3.2; 10 §7.2 #11",
                "providerProjectionVersion 2 is refused.",
                continuation_start20("continuation-start", 10, marker=True, version=2))
-    bad_decode("continuation-start-claim-repair-with-marker", "10 §1.3.2",
-               "A claim_repair continuation start must not carry the marker.",
-               continuation_start20("continuation-start", 10, marker=True, provenance="claim_repair"))
     closure = {"requestId": "request-1", "reason": "timed_out"}
     bad_decode("permission-closure-extra-key", "10 §1.3; 10 §7.2 #12",
                "permissionClosureAccepted has exactly {requestId, reason}.",

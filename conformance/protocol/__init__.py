@@ -52,6 +52,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
         "store.commit_tool_prepared", "store.commit_tool_outcome", "store.commit_recovery_bundle",
         "store.read_events", "store.project", "store.rebuild_projections",
     ),
+    "store.continuation": ("store.claim_continuation", "store.commit_continuation_start"),
     "runtime.loop": ("runtime.run_turn",),
     "runtime.repair": ("runtime.repair",),
     "runtime.continuation": ("runtime.resume",),

@@ -281,10 +281,31 @@ def ledger_bytes(ws: str, files: Iterable[str]) -> dict[str, bytes | None]:
     return out
 
 
+#: How a snapshot records a ``-shm`` file: its presence only. SQLite's shared-memory index is not
+#: durable data and readers legitimately write their read marks into an existing one; but a
+#: read-only open that *creates* it creates a file (spec 30 §10 #33).
+SHM_PRESENT = b"<present>"
+
+
+def workspace_snapshot(ws: str) -> dict[str, bytes | None]:
+    """Every file of the workspace directory: its bytes (a ``-shm`` file: :data:`SHM_PRESENT`).
+
+    Why the whole directory: a read must neither change a ledger file nor *create* one, and a
+    file an open creates is not among the ``ledgerFiles`` the implementation reported before it
+    existed, so the snapshot must be taken before the open, over everything there is.
+    """
+    names = sorted(n for n in os.listdir(ws) if os.path.isfile(os.path.join(ws, n)))
+    out = ledger_bytes(ws, [n for n in names if not n.endswith("-shm")])
+    out.update({n: SHM_PRESENT for n in names if n.endswith("-shm")})
+    return out
+
+
 def expect_same_bytes(before: Mapping[str, bytes | None], after: Mapping[str, bytes | None], what: str) -> None:
     changed = sorted(name for name in set(before) | set(after) if before.get(name) != after.get(name))
     if changed:
-        raise ClauseMismatch(f"{what} changed ledger files {changed}",
+        created = [name for name in changed if before.get(name) is None]
+        note = f" (created {created}: spec 30 §10 #33, protocol §4.2: a read-only open creates no file)" if created else ""
+        raise ClauseMismatch(f"{what} changed ledger files {changed}{note}",
                              evidence={name: {"before": _size(before.get(name)), "after": _size(after.get(name))}
                                        for name in changed})
 

@@ -28,7 +28,7 @@ import pytest
 
 from conformance.clauses import ClauseMismatch, clause, expect_equal
 from conformance.suite._store_support import (
-    Store, expect_rejected, expect_same_bytes, ledger_bytes, new_workspace, user_event,
+    Store, expect_rejected, expect_same_bytes, new_workspace, user_event, workspace_snapshot,
 )
 
 # =============================================================================================
@@ -101,24 +101,26 @@ def _set_user_version(ws: str, version: int) -> None:
 
 
 def _workspace_bytes(ws: str) -> dict[str, bytes | None]:
-    names = [n for n in os.listdir(ws) if not n.endswith("-shm")]
-    return ledger_bytes(ws, names)
+    return workspace_snapshot(ws)
 
 
 @clause("STORE-SCHEMA-001", spec="30 §1.3; 30 §9 #5", capability="store",
-        title="a store whose schema is newer than supported is refused (schema_too_new) and left byte-identical")
+        title="a store whose schema is newer than supported is refused (schema_too_new or the product-level operational_state_migration_blocked) and left byte-identical")
 def test_newer_schema_refused(maka: Any, tmp_path: Path) -> None:
     """spec 30 §1.3 step 2 (``user_version`` > 12 → fail closed, nothing written), §9 #5 (DB bytes
     unchanged). The harness sets ``PRAGMA user_version = 13`` on the closed ``runtime.sqlite``;
     a fresh process must refuse both a writer open and a read-only open, and every durable file
-    must be byte-identical afterwards. Read-only: ``schema_too_new`` or ``schema_not_current``
-    (spec §1.1 words the read-only refusal as "cannot be read without upgrading")."""
+    must be byte-identical afterwards, and no file may appear (spec 30 §10 #33: read-only openers
+    create no files). Writer: ``schema_too_new``, or ``operational_state_migration_blocked``,
+    the product-level fail-closed code spec 30 §1.3 documents (upstream's product open answers
+    it). Read-only: ``schema_too_new`` or ``schema_not_current`` (spec §1.1 words the read-only
+    refusal as "cannot be read without upgrading")."""
     ws, _ = _sqlite_workspace(maka, tmp_path)
     _set_user_version(ws, 13)
     before = _workspace_bytes(ws)
     with maka.fresh() as client:
-        expect_rejected(client.call("store.open", {"workspace": ws}), "store.open", "schema_too_new",
-                        "writer open of a schema-13 store")
+        expect_rejected(client.call("store.open", {"workspace": ws}), "store.open",
+                        {"schema_too_new", "operational_state_migration_blocked"}, "writer open of a schema-13 store")
         expect_rejected(client.call("store.open", {"workspace": ws, "readOnly": True}), "store.open",
                         {"schema_too_new", "schema_not_current"}, "read-only open of a schema-13 store")
         client.call("store.close", {"workspace": ws})

@@ -16,11 +16,11 @@ import { readLines, writeJson } from "./lib/wire.mjs";
 
 const PROTOCOL_VERSION = 1;
 /** Every capability this adapter can claim, in the protocol's order (docs/protocol.md §3). */
-const CAPABILITIES = ["ledger.codec", "ledger.resolver", "ledger.plan", "store"];
+const CAPABILITIES = ["ledger.codec", "ledger.resolver", "ledger.plan", "store", "store.continuation"];
 /** Every protocol operation and its capability (an unclaimed one answers `not_claimed`). */
 const CAPABILITY_OF = {
   ...LEDGER_CAPABILITY,
-  ...Object.fromEntries(STORE_OPERATIONS.map((op) => [op, "store"])),
+  ...Object.fromEntries(STORE_OPERATIONS.map((op) => [op, op.includes("continuation") ? "store.continuation" : "store"])),
   "runtime.run_turn": "runtime.loop",
   "runtime.repair": "runtime.repair",
   "runtime.resume": "runtime.continuation",

@@ -42,11 +42,13 @@ def prepare_start(event: Any, provenance: str) -> EncodedRuntimeEvent:
         start.get("partial") is not False
         or start.get("role") != "system"
         or start.get("author") != "system"
-        or any(key in start for key in ("content", "status", "refs"))
+        or any(key in start for key in ("content", "status"))
         or not isinstance(actions, Mapping)
         or "continuationStart" not in actions
     ):
-        raise _invalid_start("shape: system/system, non-partial, no content/status/refs, actions.continuationStart")
+        # refs are allowed, as upstream's assertContinuationStartEvent allows them (spec 10 §1.3.2
+        # fixes role, author, partial, content, status and the action keys only)
+        raise _invalid_start("shape: system/system, non-partial, no content/status, actions.continuationStart")
     allowed = {"continuationStart", "runtimeProtocol"} if provenance == "runtime_admission" else {"continuationStart"}
     if set(actions.keys()) - allowed:
         raise _invalid_start(f"actions must be exactly {sorted(allowed)}")

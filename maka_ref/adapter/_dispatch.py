@@ -37,8 +37,8 @@ assert set(_LEDGER_CAPABILITY) == set(VECTOR_RUNNERS)
 
 #: Every capability this implementation claims (protocol §3), in the protocol's order.
 CAPABILITIES: tuple[str, ...] = (
-    "ledger.codec", "ledger.resolver", "ledger.plan", "store", "runtime.loop", "runtime.repair",
-    "runtime.continuation", "faults",
+    "ledger.codec", "ledger.resolver", "ledger.plan", "store", "store.continuation", "runtime.loop",
+    "runtime.repair", "runtime.continuation", "faults",
 )
 _RUNTIME_CAPABILITY = {"runtime.run_turn": "runtime.loop", "runtime.repair": "runtime.repair",
                        "runtime.resume": "runtime.continuation"}
@@ -79,7 +79,7 @@ class Dispatcher:
         for name in VECTOR_RUNNERS:
             self.table[f"ledger.{name}"] = (_LEDGER_CAPABILITY[name], _ledger_handler(name))
         for op, handler in self.stores.operations().items():
-            self.table[op] = ("store", handler)
+            self.table[op] = ("store.continuation" if "continuation" in op else "store", handler)
         for op, handler in _runtime_ops.RUNTIME_OPERATIONS.items():
             self.table[op] = (_RUNTIME_CAPABILITY[op], self._releasing(handler))
         self.table["faults.arm"] = ("faults", _faults.arm)

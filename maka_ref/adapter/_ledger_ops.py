@@ -128,9 +128,19 @@ def run_failpoint_catalog(input_: Mapping[str, Any]) -> Any:
 
 
 def _prefix(events: Any, high_water: Any = None) -> Any:
+    """The immutable prefix of one run given as its events (``event_seq`` = position + 1).
+
+    With ``high_water`` H the rows are first cut to ``event_seq <= H``, as a store read up to H
+    does (upstream's ``readImmutableRuntimePrefix({upToEventSeq})``, spec 30 §4); the builder
+    then requires the prefix to end exactly at H (``prefix_high_water_unavailable``) and
+    refuses an H that is not a positive safe integer (``prefix_high_water_invalid``).
+    """
     if not isinstance(events, list):  # found by ``fuzz --self``: was internal_error (TypeError)
         raise ValueError("params.events must be an array")  # -> invalid_params (the handler)
-    return build_immutable_prefix([(index + 1, event) for index, event in enumerate(events)], high_water=high_water)
+    rows = [(index + 1, event) for index, event in enumerate(events)]
+    if type(high_water) in (int, float) and high_water >= 1:
+        rows = [row for row in rows if row[0] <= high_water]
+    return build_immutable_prefix(rows, high_water=high_water)
 
 
 def run_segment_replay(input_: Mapping[str, Any]) -> Any:

@@ -149,6 +149,23 @@ class StoreSession:
         )
         return {}
 
+    def claim_continuation(self, params: Params) -> dict[str, Any]:
+        """Protocol §4.2.2: ``claimContinuation`` (spec 30 §2.6); ``{"kind"}``."""
+        path = workspace(params)
+        result = self._writer(path).store.claim_continuation(req_object(params, "claim"))
+        return {"kind": result.kind}
+
+    def commit_continuation_start(self, params: Params) -> dict[str, Any]:
+        """Protocol §4.2.2: the live (``runtime_admission``) or repair (``claim_repair``) start
+        writer (spec 30 §2.6); ``{"created", "runtimeEventSeq"}``."""
+        path = workspace(params)
+        provenance = opt_str(params, "provenance") or "runtime_admission"
+        if provenance not in ("runtime_admission", "claim_repair"):
+            raise OpError("invalid_params", "params.provenance must be runtime_admission or claim_repair")
+        result = self._writer(path).store.commit_continuation_start(
+            req_object(params, "claim"), req(params, "event"), provenance)
+        return {"created": result.created, "runtimeEventSeq": result.event_seq}
+
     def read_events(self, params: Params) -> dict[str, Any]:
         path = workspace(params)
         events = self._writer(path).store.read_run_events(req_str(params, "sessionId"), req_str(params, "runId"))
@@ -176,6 +193,8 @@ class StoreSession:
             "store.read_events": self.read_events,
             "store.project": self.project,
             "store.rebuild_projections": self.rebuild_projections,
+            "store.claim_continuation": self.claim_continuation,
+            "store.commit_continuation_start": self.commit_continuation_start,
         }
 
 

@@ -40,6 +40,7 @@ export const STORE_OPERATIONS = [
   "store.open", "store.close", "store.create_run", "store.update_run", "store.append",
   "store.commit_tool_prepared", "store.commit_tool_outcome", "store.commit_recovery_bundle",
   "store.read_events", "store.project", "store.rebuild_projections",
+  "store.claim_continuation", "store.commit_continuation_start",
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -186,6 +187,13 @@ const MESSAGE_CODES = [
   [/^AgentRun Run Composition (cannot be cleared|is immutable)/, "run_composition_immutable"],
   [/^AgentRun header identity does not match/, "agent_run_identity_mismatch"],
   [/^AgentRun event identity does not match/, "agent_run_event_identity_mismatch"],
+  // continuation authority (spec 30 §2.6; docs/protocol-codes.md)
+  [/^Invalid continuation-start authority event/, "continuation_start_invalid"],
+  [/^Continuation start requires an acquired durable claim/, "continuation_claim_missing"],
+  [/^Continuation start claim identity conflict/, "continuation_start_claim_conflict"],
+  [/^Continuation claim already has a different start event/, "continuation_start_conflict"],
+  [/^Continuation start must be the first/, "continuation_start_not_first"],
+  [/^Invalid continuation claim/, "continuation_claim_invalid"],
 ];
 
 /** Upstream's typed errors whose `.code` is already the spec's code. */
@@ -404,6 +412,39 @@ export class StoreSession {
     const seq = await this.eventSeq(store, event);
     if (seq !== undefined) result.eventSeq = seq;
     return result;
+  }
+
+  /** Protocol §4.2.2: upstream's `claimContinuation` (sqlite-runtime-store.ts:847). */
+  async claimContinuation(params) {
+    const workspace = workspaceOf(params);
+    const claim = req(params, "claim");
+    const { store } = await this.writer(workspace);
+    try {
+      const result = await store.claimContinuation({ claim });
+      return { kind: result.kind };
+    } catch (error) {
+      throw translate(error);
+    }
+  }
+
+  /** Protocol §4.2.2: `commitContinuationStart` / `commitContinuationRepairStart` (:1020-1032). */
+  async commitContinuationStart(params) {
+    const workspace = workspaceOf(params);
+    const claim = req(params, "claim");
+    const event = req(params, "event");
+    const provenance = Object.hasOwn(params, "provenance") ? params.provenance : "runtime_admission";
+    if (provenance !== "runtime_admission" && provenance !== "claim_repair") {
+      throw new OpError("invalid_params", "params.provenance must be runtime_admission or claim_repair");
+    }
+    const { store } = await this.writer(workspace);
+    try {
+      const result = provenance === "claim_repair"
+        ? await store.commitContinuationRepairStart({ claim, event })
+        : await store.commitContinuationStart({ claim, event });
+      return { created: result.created, runtimeEventSeq: result.runtimeEventSeq };
+    } catch (error) {
+      throw translate(error);
+    }
   }
 
   canonicalOrRaw(event) {
@@ -699,6 +740,8 @@ export class StoreSession {
       "store.read_events": bind(this.readEvents),
       "store.project": bind(this.project),
       "store.rebuild_projections": bind(this.rebuildProjections),
+      "store.claim_continuation": bind(this.claimContinuation),
+      "store.commit_continuation_start": bind(this.commitContinuationStart),
     };
   }
 }
