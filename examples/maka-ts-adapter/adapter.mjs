@@ -11,51 +11,85 @@
 import { errorValue, invalidParams, OpError } from "./lib/errors.mjs";
 import { LEDGER_CAPABILITY, ledgerOperations } from "./lib/ledger.mjs";
 import { STORE_OPERATIONS, StoreSession } from "./lib/store.mjs";
+import { loadRuntimeModules, RUNTIME_CAPABILITY_OF, RuntimeSession } from "./lib/runtime.mjs";
 import { checkNode, loadUpstream, SetupError, upstreamCommit, upstreamRoot, upstreamVersion } from "./lib/upstream.mjs";
 import { readLines, writeJson } from "./lib/wire.mjs";
 
 const PROTOCOL_VERSION = 1;
 /** Every capability this adapter can claim, in the protocol's order (docs/protocol.md §3). */
 const CAPABILITIES = ["ledger.codec", "ledger.resolver", "ledger.plan", "store", "store.continuation"];
+/** Offered only when upstream's runtime modules load (lib/runtime.mjs). */
+const RUNTIME_CAPABILITIES = ["runtime.loop", "runtime.repair", "runtime.continuation", "faults"];
 /** Every protocol operation and its capability (an unclaimed one answers `not_claimed`). */
 const CAPABILITY_OF = {
   ...LEDGER_CAPABILITY,
   ...Object.fromEntries(STORE_OPERATIONS.map((op) => [op, op.includes("continuation") ? "store.continuation" : "store"])),
-  "runtime.run_turn": "runtime.loop",
-  "runtime.repair": "runtime.repair",
-  "runtime.resume": "runtime.continuation",
-  "faults.arm": "faults",
+  ...RUNTIME_CAPABILITY_OF,
 };
 
-function claimsFrom(argv) {
+function claimsFrom(argv, offered) {
   const index = argv.findIndex((arg) => arg === "--claim" || arg.startsWith("--claim="));
-  if (index === -1) return CAPABILITIES;
+  if (index === -1) return offered;
   const value = argv[index].includes("=") ? argv[index].split("=")[1] : argv[index + 1] ?? "";
   const wanted = value.split(",").filter(Boolean);
-  const unknown = wanted.filter((name) => !CAPABILITIES.includes(name));
-  if (unknown.length) throw new SetupError(`cannot claim ${unknown.join(", ")}; this adapter offers ${CAPABILITIES.join(", ")}`);
-  return CAPABILITIES.filter((name) => wanted.includes(name));
+  const unknown = wanted.filter((name) => !offered.includes(name));
+  if (unknown.length) throw new SetupError(`cannot claim ${unknown.join(", ")}; this adapter offers ${offered.join(", ")}`);
+  return offered.filter((name) => wanted.includes(name));
 }
 
 const out = (message) => process.stdout.write(writeJson(message) + "\n");
 
 async function main() {
   const argv = process.argv.slice(2);
-  let claims, upstream;
+  let claims, upstream, runtimeModules;
   try {
     checkNode();
-    claims = claimsFrom(argv);
     upstream = await loadUpstream(upstreamRoot(argv));
+    try {
+      runtimeModules = await loadRuntimeModules(upstream.root);
+    } catch (error) {
+      // the ledger and store capabilities do not need the runtime package's live modules
+      process.stderr.write(`maka-ts-adapter: runtime capabilities unavailable: ${error?.stack ?? error}\n`);
+    }
+    claims = claimsFrom(argv, runtimeModules ? [...CAPABILITIES, ...RUNTIME_CAPABILITIES] : CAPABILITIES);
   } catch (error) {
     process.stderr.write(`maka-ts-adapter: ${error instanceof SetupError ? error.message : error?.stack ?? error}\n`);
     process.exit(2);
   }
+  const commit = upstreamCommit(upstream.root);
   const implementation = {
     name: "maka-agent",
-    version: `${upstreamVersion(upstream.root)}+${upstreamCommit(upstream.root).slice(0, 9)}`,
+    version: `${upstreamVersion(upstream.root)}+${commit.slice(0, 9)}`,
+    commit,
+    node: process.versions.node,
   };
   const stores = new StoreSession(upstream);
-  const handlers = { ...ledgerOperations(upstream), ...stores.operations() };
+  const runtime = runtimeModules ? new RuntimeSession(upstream, stores, runtimeModules) : undefined;
+  const handlers = { ...ledgerOperations(upstream), ...stores.operations(), ...(runtime?.operations() ?? {}) };
+  if (runtime) {
+    // The in-transaction store hooks (faults.arm after_runtime_event_insert, …) also fire inside
+    // the store operations' own T1/T2/bundle writes: instrument the workspace's connection first.
+    for (const op of ["store.open", "store.append", "store.commit_tool_prepared", "store.commit_tool_outcome",
+      "store.commit_recovery_bundle", "store.create_run", "store.update_run"]) {
+      const handler = handlers[op];
+      handlers[op] = async (params) => {
+        if (op !== "store.open" || params?.readOnly !== true) {
+          try {
+            if (typeof params?.workspace === "string" && params.workspace !== "") runtime.instrument(params.workspace);
+          } catch (error) {
+            process.stderr.write(`maka-ts-adapter: failpoint instrumentation of ${params.workspace}: ${error?.message ?? error}\n`);
+          }
+        }
+        return handler(params);
+      };
+    }
+    const close = handlers["store.close"];
+    handlers["store.close"] = async (params) => {
+      const result = await close(params);
+      if (typeof params?.workspace === "string") runtime.releaseInstrumentation(params.workspace);
+      return result;
+    };
+  }
 
   function hello(params) {
     const version = params?.protocol;
@@ -63,7 +97,9 @@ async function main() {
     if (version !== PROTOCOL_VERSION) {
       throw new OpError("protocol_version_unsupported", `this adapter speaks protocol ${PROTOCOL_VERSION}, not ${version}`);
     }
-    return { protocol: PROTOCOL_VERSION, implementation, capabilities: claims };
+    const result = { protocol: PROTOCOL_VERSION, implementation, capabilities: claims };
+    if (runtime && claims.includes("faults")) result.failpoints = runtime.failpointIds();
+    return result;
   }
 
   /** One operation: `{ok: true, result}` or `{ok: false, error}`; never throws. */
@@ -130,6 +166,7 @@ async function main() {
     onOverflow: () => enqueue(() => out({ id: null, ok: false, error: { code: "invalid_params", message: "request line longer than 16 MiB" } })),
     onEnd: () => enqueue(async () => {
       await stores.closeAll();
+      runtime?.closeAll();
       process.exit(0);
     }),
   });

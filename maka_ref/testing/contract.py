@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-__all__ = ["DIRECTIVE_PATTERNS", "answer_form", "directive_form", "failpoint_catalog_form", "plan_form"]
+__all__ = ["DIRECTIVE_PATTERNS", "NORMATIVE_MESSAGES", "answer_form", "directive_form", "error_message_form",
+           "failpoint_catalog_form", "plan_form"]
 
 #: Spec 20 §1.1: the directive must match both (case-insensitively); nothing else about it is fixed.
 DIRECTIVE_PATTERNS: tuple[str, ...] = (r"Do not retry", r"read-only")
@@ -37,6 +38,29 @@ def directive_form(directive: Any) -> Any:
     if not missing:
         return "<directive matching /" + "/i and /".join(DIRECTIVE_PATTERNS) + "/i>"
     return "<directive not matching /" + "/i, /".join(missing) + "/i>"
+
+
+#: The error texts the spec fixes (spec 10 §2.1, §2.2, §2.6). An error message of
+#: ``ledger.args_hash``/``encode``/``decode`` is compared through :func:`error_message_form`: a
+#: message that contains one of these is reduced to it, so only the fixed part must agree
+#: (upstream words the empty-tool-name error "Tool argument identity requires a tool name"; the
+#: spec fixes "requires a tool name").
+NORMATIVE_MESSAGES: tuple[str, ...] = (
+    "Invalid RuntimeEvent schema",
+    "RuntimeEvent is not losslessly serializable",
+    "Tool arguments must be strict JSON values",
+    "requires a tool name",
+)
+
+
+def error_message_form(message: Any) -> Any:
+    """The part of an error message the spec fixes (see :data:`NORMATIVE_MESSAGES`); any other
+    message is kept whole, so a wrong message still differs."""
+    if isinstance(message, str):
+        for fixed in NORMATIVE_MESSAGES:
+            if fixed in message:
+                return fixed
+    return message
 
 
 def plan_form(plan: Any) -> Any:
