@@ -217,7 +217,7 @@ def test_every_ledger_operation_once(adapter: Adapter) -> None:
 def test_every_golden_vector_through_one_adapter(adapter: Adapter) -> None:
     adapter.hello()
     vectors = list(iter_vectors())
-    assert len(vectors) == 361
+    assert len(vectors) == 371
 
     def run(operation: str, input_: Mapping[str, Any]) -> Any:
         response = adapter.call(f"ledger.{operation}", input_, ok=None)

@@ -138,7 +138,7 @@ def test_cli_vectors_export_writes_vectors_and_protocol_schemas(tmp_path: Path) 
     assert {"protocol.md", "protocol-codes.md", "adapter-guide.md", "levels.md"} <= names
     assert {"spec/10-ledger-codec-resolver.md", "spec/20-plan-continuation-repair.md", "spec/30-storage-crash-harness.md"} <= names
     exported = json.loads((tmp_path / "x" / "vectors" / "resolver.json").read_text())
-    assert len(exported["vectors"]) == 81
+    assert len(exported["vectors"]) == 83
 
 
 def test_nothing_left_running_after_certify(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from conformance.reports import (
 
 _LEVEL_OF = {
     "ledger.codec": "ledger", "ledger.resolver": "ledger", "ledger.plan": "ledger",
-    "store": "durable", "runtime.loop": "live", "faults": "live",
+    "store": "durable", "store.continuation": "recovery", "runtime.loop": "live", "faults": "live",
     "runtime.repair": "recovery", "runtime.continuation": "recovery",
 }
 

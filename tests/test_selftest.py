@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conformance._cli.main import run
-from conformance._selftest import MutantOutcome, SelftestResult, list_mutants, mutant_command
+from conformance._selftest import MutantOutcome, SelftestResult, list_mutants, list_variants, mutant_command
 
 #: One fast mutant per layer, with a clause that must be among its killers.
 CI_MUTANTS = {
@@ -90,5 +90,7 @@ def test_unknown_mutant_is_a_usage_error() -> None:
 def test_list_and_command() -> None:
     out = io.StringIO()
     assert run(["selftest", "--list"], stdout=out, stderr=io.StringIO()) == 0
-    assert len(out.getvalue().splitlines()) == len(list_mutants()) >= 30
+    lines = out.getvalue().splitlines()
+    assert len(lines) == len(list_mutants()) + len(list_variants()) and len(list_mutants()) >= 30
+    assert [line.split()[0] for line in lines if line.split()[1] == "variant"] == [v["name"] for v in list_variants()]
     assert mutant_command("x").endswith("-m maka_ref.adapter --mutant x")

@@ -17,8 +17,8 @@ MODULES = (
     "conformance.suite.test_runtime_crash",
     "conformance.suite.test_recovery",
 )
-#: 6 loop/tools + 20 crash (P0–P9 × 2 protocols) + 4 repair + 11 resume.
-EXPECTED_CLAUSES = 41
+#: 7 loop/tools + 20 crash (P0–P9 × 2 protocols) + 4 repair + 12 resume.
+EXPECTED_CLAUSES = 43
 
 
 def test_runtime_clauses_pass_against_the_reference(tmp_path: Path) -> None:

@@ -23,9 +23,9 @@ MODULES = (
     "conformance.suite.test_store_reopen",
     "conformance.suite.test_phase0_crash_prefixes",
 )
-#: 60 writes (open/schema 4; append 11 + lanes 9; T1 14 + T2 10; bundle 12) + 8 projections
+#: 61 writes (open/schema 4; append 11 + lanes 9; T1 14 + T2 10 + health gate 1; bundle 12) + 8 projections
 #: + 5 reopen + 12 Phase 0 crash prefixes (P0–P11).
-EXPECTED_CLAUSES = 85
+EXPECTED_CLAUSES = 86
 
 
 def test_store_clauses_pass_against_the_reference(tmp_path: Path) -> None:

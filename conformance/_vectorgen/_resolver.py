@@ -321,6 +321,24 @@ def group_resolver() -> tuple[str, str, list[dict[str, Any]]]:
       decisions=[dm(toolCallId="provider-call-1", status="corruption", reason="duplicate_call", operationId="operation-1",
                     callRuntimeEventId="call-event-1", dispatchRuntimeEventId="dispatch-event-1"),
                  dm(["operationId"], toolCallId="provider-call-2", status="corruption", reason="duplicate_operation")])
+    # --- a repeated event id after a bundle: the last index orders it (10 §6.2 step 3) ----
+    # The scanner keeps the first occurrence (10 §4.3 step 1), the resolver's eventOrder the
+    # last; §5.4 then finds the bound event *after* the decision, so the bundle's causal order
+    # fails and row 6 decides corruption/recovery_fact_corruption (settlementOrigin removed).
+    # With the first index the bundle would read valid (completed/recovery_bundle_completed).
+    broken_bundle = decision("provider-call-1", "corruption", "recovery_fact_corruption", toolName="Write",
+                             operationId="operation-1", call="call-event-1", dispatch="dispatch-event-1",
+                             response="outcome-event-1", isError=False)
+    r("duplicate-id-after-bundle-call", "10 §6.2 step 3; 10 §5.4; 10 §6.3 row 6; 10 §8 item 19",
+      "An event reusing the call's id after a completed bundle moves the call last in eventOrder: the bundle's order "
+      "check fails (recovery_fact_corruption), besides the duplicate_event_id issue.",
+      [C(), D(), RC(), O(), DC(), E("call-event-1", role="model", author="agent", content={"kind": "text", "text": "echo"})],
+      resolution=resolution([broken_bundle], [("duplicate_event_id", "call-event-1")], True, False, t1=False))
+    r("duplicate-id-after-bundle-reconcile", "10 §6.2 step 3; 10 §5.4; 10 §6.3 row 6; 10 §8 item 19",
+      "A byte-identical copy of the reconcile fact after the decision puts the reconcile after the outcome in "
+      "eventOrder: recovery_fact_corruption, besides the duplicate_event_id issue.",
+      [C(), D(), RC(), O(), DC(), RC()],
+      resolution=resolution([broken_bundle], [("duplicate_event_id", "reconcile-event-1")], True, False, t1=False))
     return "resolver", (
         "The RecoveryResolver (spec 10 §3, §6): the marker, the per-operation decision table and the "
         "ledger-level issues, over families R and W of §7."

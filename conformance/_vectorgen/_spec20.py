@@ -80,6 +80,19 @@ def group_phase0() -> tuple[str, str, list[dict[str, Any]]]:
       [user20()], expected_hw=2,
       planSubset={"disposition": "blocked", "rejectionReasons": ["runtime_offset_mismatch"]},
       diagnosticCodes=["runtime_offset_mismatch"])
+    p("high-water-below-committed", "20 §1.3 item 1; 20 §1.6",
+      "An expected high-water below the committed event count blocks as well: any difference is a mismatch, not only "
+      "a shortfall of the ledger.",
+      [user20(), text20("model-1", 2, "model", "agent", "answer")], expected_hw=1,
+      planSubset={"disposition": "blocked", "rejectionReasons": ["runtime_offset_mismatch"], "sourceRuntimeEventHighWater": 2},
+      diagnosticCodes=["runtime_offset_mismatch"],
+      diagnostics=[dm(code="runtime_offset_mismatch",
+                      detail={"expectedRuntimeEventHighWater": 1, "actualRuntimeEventHighWater": 2})])
+    p("high-water-zero-is-given", "20 §1.3 item 1; 20 §1.6",
+      "An expected high-water of 0 is given (not absent) and differs from a one-event ledger: mismatch.",
+      [user20()], expected_hw=0,
+      planSubset={"disposition": "blocked", "rejectionReasons": ["runtime_offset_mismatch"], "sourceRuntimeEventHighWater": 1},
+      diagnosticCodes=["runtime_offset_mismatch"])
     p("s10-t1-not-dispatched", "20 §8 item 10; 20 §9 items 2, 37",
       "Under the marker a call without dispatch is not_dispatched: blocked, but no verification.",
       [user20(marker=True), call20("call-1", 2, "tool-1", "Bash", {"command": "ls"})],
@@ -260,4 +273,65 @@ def group_segment_replay() -> tuple[str, str, list[dict[str, Any]]]:
     return "segment-replay", (
         "v2 continuation segment replay and the composite replay plan (spec 20 §1.10): trimming, blocking reasons and "
         "the concatenated runtime context."
+    ), vs
+
+
+# ---------------------------------------------------------------------------------------
+# prefix-digest.json — 20 §1.9 (golden digests: spec 30 §2.6 and upstream)
+# ---------------------------------------------------------------------------------------
+
+#: Where the digests below come from. Spec 20 §1.9 fixes the byte construction but states no
+#: value; spec 30 §2.6 states one (the concurrency fixture). Every other value was produced by
+#: the upstream implementation (``buildImmutableRuntimePrefix`` of ``@maka/core``, maka-agent
+#: commit f19eede03) on exactly these events, never by this repository's code.
+UPSTREAM = "produced by upstream buildImmutableRuntimePrefix at commit f19eede03"
+
+
+def group_prefix_digest() -> tuple[str, str, list[dict[str, Any]]]:
+    g = "prefix-digest"
+    vs: list[dict[str, Any]] = []
+
+    def d(slug: str, spec: str, description: str, events: list[dict[str, Any]], digest: str) -> None:
+        vs.append(vec(f"{g}/{slug}", spec, description, "prefix_digest", {"events": events}, {"digest": digest}))
+
+    fixture = {"sessionId": "session-1", "invocationId": "continuation-source-invocation",
+               "runId": "continuation-source-run", "turnId": "continuation-source-turn"}
+    d("golden-concurrency-fixture", "20 §1.9",
+      "The concurrency fixture's source run (user event ts 10, failed terminal ts 11 with failureClass "
+      "runtime_interrupted) has the golden prefix digest stated by spec 30 §2.6 (also reproduced by upstream "
+      "buildImmutableRuntimePrefix at commit f19eede03).",
+      [ev20("continuation-source-user", 10, fixture, role="user", author="user",
+            content={"kind": "text", "text": "continue after this completed boundary"}),
+       ev20("continuation-source-terminal", 11, fixture, role="system", author="system", status="failed",
+            actions={"endInvocation": True, "stateDelta": {"failureClass": "runtime_interrupted"}})],
+      "sha256:316557ba0aa070940fd890417e2777d4c5149974110a013e67d3e9c581124eec")
+    d("single-event", "20 §1.9",
+      f"A one-row prefix (eventSeq 1) hashes domain, identity, U64BE(1) and the event; value {UPSTREAM}.",
+      [user20()], "sha256:de399a444079f083f4c008a0fa59c0bc74fa58a6b5b82eb3b4b996d16cb96c41")
+    op = {"operationId": "op-1", "toolCallId": "tool-1"}
+    t1_run = [user20(marker=True), call20("call-1", 2, "tool-1", "Bash", {"command": "do-it"}, refs=op),
+              dispatch20("dispatch-1", 3, "op-1", "tool-1", "Bash", BASH_HASH),
+              response20("response-1", 4, "tool-1", "Bash", {"exitCode": 0}, refs=op),
+              text20("text-1", 5, "model", "agent", "done"), terminal20("terminal-1", 6, status="completed")]
+    d("t1-run", "20 §1.9",
+      f"A completed T1 run (marker, call, dispatch, response, text, terminal: eventSeq 1..6); value {UPSTREAM}.",
+      t1_run, "sha256:79c3bc5aa2923ca9c554804208aee9c1e843a43f4ced17a2e723e86567a3701f")
+    d("t1-run-first-two-rows", "20 §1.9",
+      f"The first two rows of the same run are a prefix with a digest of its own; value {UPSTREAM}.",
+      t1_run[:2], "sha256:61e66fdf75d04cdd37b56bdaec406193b1d6d6f6ca126c7bbdbcea7fc550af91")
+    d("non-ascii-text", "20 §1.9; 10 §2.3",
+      "Non-ASCII and escaped characters are hashed as the canonical JSON writes them (raw UTF-8, JSON escapes "
+      f"only where required); value {UPSTREAM}.",
+      [user20(text="h\u00e9llo \u2028 \U0001F600 \"q\" \\ \u0007"), text20("text-1", 2, "model", "agent", "\uff01 ok")],
+      "sha256:ead75ee1241e1ef9bbf6b5571cc27337ebfa8f2323f7bba841794ff80475fabb")
+    d("legacy-automation-origin", "20 §1.9 (legacy quirk)",
+      "A text event whose origin kind is legacy_automation is hashed as if the origin were automation with the same "
+      f"automationId; value {UPSTREAM}.",
+      [ev20("auto-1", 1, role="user", author="user",
+            content={"kind": "text", "text": "scheduled",
+                     "origin": {"kind": "legacy_automation", "automationId": "automation-1"}})],
+      "sha256:2ee2e57c8b45b2a69c108537ffcd00480bffddf130cdf15c4506c8bb2269080a")
+    return "prefix-digest", (
+        "The v2 immutable prefix digest (spec 20 §1.9) over one run's rows: golden values from spec 30 §2.6 and from "
+        "the upstream implementation (commit f19eede03), which no sensitivity property can replace."
     ), vs

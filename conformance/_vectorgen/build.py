@@ -44,7 +44,7 @@ from ._code_mode import group_code_mode
 from ._encoding import group_encoding
 from ._lanes import group_lanes, group_predicates, group_scanner, group_transition
 from ._resolver import group_resolver
-from ._spec20 import group_failpoints, group_phase0, group_segment_replay
+from ._spec20 import group_failpoints, group_phase0, group_prefix_digest, group_segment_replay
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 VECTORS_DIR = PACKAGE_DIR / "vectors"
@@ -98,7 +98,7 @@ def covered_scenarios(files: list[tuple[str, str, list[dict[str, Any]]]]) -> set
 
 GROUPS: list[Callable[[], tuple[str, str, list[dict[str, Any]]]]] = [
     group_args_hash, group_encoding, group_predicates, group_lanes, group_scanner, group_transition, group_bundle,
-    group_resolver, group_code_mode, group_phase0, group_failpoints, group_segment_replay,
+    group_resolver, group_code_mode, group_phase0, group_failpoints, group_segment_replay, group_prefix_digest,
 ]
 
 

@@ -22,7 +22,7 @@ OPERATION_CAPABILITY = {
     "validate_transition": "ledger.resolver", "validate_bundle": "ledger.resolver", "interpret": "ledger.resolver",
     "resolve": "ledger.resolver", "code_mode_commits": "ledger.resolver",
     "plan": "ledger.plan", "failpoint_catalog": "ledger.plan", "segment_replay": "ledger.plan",
-    "composite_replay": "ledger.plan",
+    "composite_replay": "ledger.plan", "prefix_digest": "ledger.plan",
 }
 #: The only operations whose failure is a result (their messages are normative, spec 10 §2).
 FAILING_OPERATIONS = frozenset({"args_hash", "encode", "decode"})

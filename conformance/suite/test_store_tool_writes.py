@@ -1,6 +1,7 @@
 """The tool writers through the wire protocol (spec 30 §2.3 T1 ``commitToolPrepared``, §2.4 T2
-``commitToolOutcome``, their rows of the §2.8 idempotency matrix, §3.1 states; spec 10 §4.6):
-STORE-T1-*, STORE-T2-*.
+``commitToolOutcome``, their rows of the §2.8 idempotency matrix, §3.1 states; spec 10 §4.6),
+and the store-wide health gate they pass first (spec 30 §2.1): STORE-T1-*, STORE-T2-*,
+STORE-HEALTH-*.
 
 Why a module of its own: T1 and T2 are the two halves of one tool operation (prepared →
 outcome_committed), with their own pre-transaction validation and retry rules; the generic
@@ -22,15 +23,19 @@ Both are clauses here.
 
 from __future__ import annotations
 
+import json
+import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.clauses import clause, expect_equal
+from conformance.clauses import ClauseMismatch, clause, expect_equal
 from conformance.suite._store_support import (
     IDENT, READ_ARGS, READ_HASH, READ_REPO_HASH, WRITE_HASH, call_event, canonical, dispatch_event, expect_created,
-    expect_rejected, ident, nothing_written, open_store, response_event, t1_params, t2_params, user_event,
+    Store, expect_rejected, ident, new_workspace, nothing_written, open_store, response_event, t1_params, t2_params,
+    user_event,
 )
 
 # =============================================================================================
@@ -354,3 +359,77 @@ def test_t2_after_park(maka: Any, tmp_path: Path) -> None:
     expect_rejected(reply, "store.commit_tool_outcome", "compare_and_set_failed", "T2 after a park")
     nothing_written(store, before, "T2 after a park", state="recovery_parked")
     store.close()
+
+
+# =============================================================================================
+# The store-wide health gate (spec 30 §2.1)
+# =============================================================================================
+
+
+def _foreign_corrupt_row(ws: str) -> str:
+    """Commit, from a connection of the harness's own process, an orphan function_response in
+    another session (``session-2``): a scanner issue ``orphan_response`` (spec 10 §4.3) that no
+    writer of the store would accept. Written into ``runtime_events`` exactly as spec 30 §1.2
+    lays out a row (identity columns, dense ``event_seq`` 1, ``event_kind`` = the content kind,
+    canonical payload). Returns the event id."""
+    event = response_event("foreign-orphan-response", op=None, call_id="provider-call-foreign", identity=ident(2))
+    payload = json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # ASCII: = spec 30 §0.2
+    conn = sqlite3.connect(os.path.join(ws, "runtime.sqlite"), isolation_level=None, timeout=10)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(
+            "INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, turn_id, event_seq, event_kind, "
+            "payload_json, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (event["id"], event["sessionId"], event["invocationId"], event["runId"], event["turnId"], 1,
+             "function_response", payload, event["ts"]))
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return event["id"]
+
+
+@clause("STORE-HEALTH-001", spec="30 §2.1 (health gate); 30 §1.2; 10 §4.3; 10 §4.6", capability="store",
+        title="a writer rescans after another process committed: damage in another session refuses its next T2 "
+              "(orphan_response)")
+def test_health_gate_rescans_after_a_foreign_commit(maka: Any, tmp_path: Path) -> None:
+    """Spec 30 §2.1: the store scans *all* ``runtime_events`` at open **and again whenever
+    another connection committed** (``PRAGMA data_version`` moved); every tool-bearing write
+    consults that result, so damage in an unrelated session fail-stops tool boundaries
+    everywhere. Kills ``store-health-gate-scans-once`` (a writer that trusts its first scan).
+
+    Two processes on one workspace: process A (a fresh adapter session) opens the store and
+    commits T1 of operation-1 (its gate has scanned a healthy ledger). Then another process —
+    the harness, through the normative schema of spec 30 §1.2 — commits an orphan
+    function_response in ``session-2``, damage no writer would accept. A's next tool-bearing
+    write (T2 of operation-1, in ``session-1``, whose own invocation is untouched) must be
+    refused with the scanner code ``orphan_response`` and write nothing. A fresh process B
+    then sees the same refusal (the damage is readable, so A's acceptance could only come from
+    a stale scan). *Not applicable* (skipped, reported not run) when ``ledgerFiles`` has no
+    ``runtime.sqlite``: the foreign commit needs the spec's SQLite layout."""
+    ws = new_workspace(tmp_path)
+    with maka.fresh() as writer:
+        store = Store(writer, ws)
+        store.open()
+        if "runtime.sqlite" not in store.ledger_files:
+            store.close()
+            pytest.skip("not applicable: ledgerFiles has no runtime.sqlite, so another process cannot commit a row "
+                        "through the spec 30 §1.2 layout")
+        expect_created(store.t1(), True, "T1 before the foreign commit", runtimeEventSeq=2)
+        foreign = _foreign_corrupt_row(ws)
+        reply = writer.call("store.commit_tool_outcome", t2_params(ws))
+        if reply.ok:
+            raise ClauseMismatch(
+                "the writer committed T2 although another process had corrupted the store since its last scan (spec 30 "
+                "§2.1: the health gate rescans whenever another connection committed)",
+                evidence={"result": dict(reply.result or {}), "foreignEvent": foreign})
+        expect_rejected(reply, "store.commit_tool_outcome", "orphan_response",
+                        "T2 after another process committed an orphan response in session-2")
+        nothing_written(store, ["call-event-1", "dispatch-event-1"], "T2 refused by the health gate",
+                        state="prepared")
+        store.close()
+    with maka.fresh() as other:
+        fresh = Store(other, ws)
+        fresh.open()
+        expect_rejected(other.call("store.commit_tool_outcome", t2_params(ws)), "store.commit_tool_outcome",
+                        "orphan_response", "T2 from a fresh process on the damaged store")
+        fresh.close()

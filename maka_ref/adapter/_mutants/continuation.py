@@ -139,3 +139,25 @@ def apply_revalidation_skipped() -> None:
 
     replace("maka_ref._continuation.revalidate", "revalidate_source", revalidate_source)
     replace("maka_ref._continuation.revalidate", "revalidate_safety", revalidate_safety)
+
+
+@mutant("continuation-start-without-t1-marker", layer="continuation", spec="20 §3.12; 10 §3; 10 §6.2 step 1",
+        family="RECOVERY-RESUME-012", keyword="RECOVERY-RESUME-012")
+def apply_start_without_t1_marker() -> None:
+    """A continuation of a T1 source run starts without the T1 protocol marker: its
+    continuation-start event lacks ``actions.runtimeProtocol`` although the runner keeps
+    writing T1 dispatch facts.
+
+    Spec 20 §3.12: a live start carries ``runtimeProtocol`` iff the executing runner declares
+    the T1 protocol; spec 10 §6.2 step 1 reads a run as new-protocol only from its first
+    event's marker. Without it the continuation's tool calls lose T1 protection: a crash after
+    a call but before its dispatch resolves ``indeterminate`` (legacy) instead of
+    ``definitely_not_dispatched``. Killed by RECOVERY-RESUME-012.
+    """
+    module = importlib.import_module("maka_ref._continuation.execute")
+    original = module._start_event
+
+    def _start_event(c: Any, ts: int, t1: bool) -> Any:
+        return original(c, ts, False)  # the mutation: the marker is never written
+
+    module._start_event = _start_event

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from maka_ref.adapter._mutants._patch import wrap, wrap_method
+from maka_ref.adapter._mutants._patch import replace, wrap, wrap_method
 from maka_ref.adapter._mutants._registry import mutant
 
 _VEC_RESOLVER = "LEDGER-VEC and (resolver or scanner)"
@@ -118,3 +118,28 @@ def apply_parked_as_completed() -> None:
 
     _wrap_decide(transform)
 
+
+@mutant("resolver-event-order-first-occurrence", layer="resolver", spec="10 §6.2 step 3; 10 §5.4",
+        family="LEDGER-VEC:resolver/*", keyword=_VEC_RESOLVER)
+def apply_event_order_first_occurrence() -> None:
+    """The resolver's ``eventOrder`` of a ledger with a repeated event id takes the *first*
+    occurrence's index instead of the last.
+
+    Spec 10 §6.2 step 3 (the last index wins) feeds the causal-order check of §5.4: a
+    recovery bundle whose call (or reconcile) id reappears after the decision fails that check
+    and the operation is ``corruption``/``recovery_fact_corruption`` (row 6); with the first
+    index the same operation reads ``completed``/``recovery_bundle_completed``. The ledger is
+    corrupt either way (``duplicate_event_id``), but the decisions differ. Killed by
+    ``LEDGER-VEC:resolver/duplicate-id-after-bundle-*``.
+    """
+
+    def _build_event_order(events: Any) -> dict[Any, int]:
+        order: dict[Any, int] = {}
+        for index, event in enumerate(events):
+            if isinstance(event, dict):
+                event_id = event.get("id")
+                if (event_id is None or isinstance(event_id, str)) and event_id not in order:
+                    order[event_id] = index  # the mutation: the first occurrence wins
+        return order
+
+    replace("maka_ref._ledger.resolver", "_build_event_order", _build_event_order)

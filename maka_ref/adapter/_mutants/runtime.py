@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from maka_ref.adapter._mutants._patch import wrap, wrap_method
+from maka_ref.adapter._mutants._patch import replace, wrap, wrap_method
 from maka_ref.adapter._mutants._registry import mutant
 
 
@@ -183,3 +183,21 @@ def apply_repair_not_idempotent() -> None:
 
     wrap("maka_ref._repair.runs", "_repair_run", factory)
 
+
+@mutant("runtime-reserved-files-not-confined", layer="runtime", spec="protocol §4.3; adapter guide §6; 20 §6.1",
+        family="RUNTIME-TOOLS-004", keyword="RUNTIME-TOOLS")
+def apply_reserved_files_not_confined() -> None:
+    """The tools may target the runtime's own files: ``runtime.sqlite`` and its sidecars,
+    ``.maka-workspace.json`` and ``.maka-effects.jsonl`` (directly or through a symlink) are
+    ordinary workspace paths.
+
+    Protocol §4.3 / adapter guide §6 confinement: a path naming the store's files or the
+    effect log is refused (a tool error result); a model that can rewrite the ledger, the
+    workspace identity or the harness's "ran twice" oracle can forge any recovery decision.
+    Killed by RUNTIME-TOOLS-004.
+    """
+
+    def _reserved(component: str) -> bool:
+        return False  # the mutation: no name is reserved
+
+    replace("maka_ref._runtime.paths", "_reserved", _reserved)

@@ -145,3 +145,28 @@ def apply_newer_schema_opened() -> None:
 
     wrap("maka_ref._store.schema", "migrate", factory)
 
+
+@mutant("store-health-gate-scans-once", layer="store", spec="30 §2.1; 10 §4.6", family="STORE-HEALTH-001",
+        keyword="STORE-HEALTH")
+def apply_health_gate_scans_once() -> None:
+    """The store's tool-ledger health gate scans once per connection and never again: after
+    another process changed the store, a tool-bearing write still trusts the first scan.
+
+    Spec 30 §2.1: the gate rescans whenever ``PRAGMA data_version`` moved (another connection
+    committed), so damage anywhere in the store fail-stops every tool boundary. With the
+    cached verdict a writer keeps committing T1/T2 into a ledger another process has already
+    corrupted. Killed by STORE-HEALTH-001 (two processes: a writer, then a foreign commit
+    that corrupts another session's ledger, then the writer's next T2).
+    """
+    from maka_ref._store.health import HealthGate, scan_store
+
+    def failure(self: Any) -> Any:
+        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        self.rows.seen_version(version)
+        if not self._scanned:  # the mutation: a moved data_version no longer triggers a rescan
+            self._failure = scan_store(self._conn)
+            self._data_version = version
+            self._scanned = True
+        return self._failure
+
+    HealthGate.failure = failure  # type: ignore[method-assign]
