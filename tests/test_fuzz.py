@@ -6,7 +6,10 @@ corpus, ``python -m maka_ref.adapter --mutant NAME``) is found and shrunk to a l
 most ten events, written as a bundle that replays (disagree against the mutant, agree against
 the reference) and converts to a schema-valid golden vector that the reference passes; the
 time budget is respected and still writes what was found; the optional ``batch`` operation
-works, and an implementation without it is driven one request at a time.
+works, and an implementation without it is driven one request at a time. Issue 12: the search
+keeps going after the first disagreement and reports one shrunk bundle per bucket (operation,
+first differing path), each bucket shrunk on its own; an unclaimed capability is not searched;
+Ctrl-C still writes every bucket; the example database replays saved buckets first.
 """
 
 from __future__ import annotations
@@ -74,11 +77,15 @@ def test_the_reference_against_itself_finds_nothing_raises_nothing_writes_nothin
 
 
 def _ledger_bundle(report: Path) -> Path:
+    """The mutant's one bug shows in two operations: a bucket (and bundle) each."""
     result = run_fuzz(FuzzConfig(impl=LEDGER_MUTANT, examples=300, seed=1, report_dir=str(report),
                                  properties=("ledger",), time_budget=600), io.StringIO())
     assert result.harness_error is None and result.exit_code == 1
-    assert len(result.bundles) == 1
-    return Path(result.bundles[0])
+    buckets = {(b["op"], b["path"]): b for b in result.summary["buckets"]}
+    assert set(buckets) == {("ledger.resolve", "$.result.decisions[*].status"),
+                            ("ledger.plan", "$.result.operations[*].status")}, list(buckets)
+    assert len(result.bundles) == 2 and all(b["shrink"] == "complete" for b in buckets.values())
+    return Path(buckets["ledger.resolve", "$.result.decisions[*].status"]["bundle"])
 
 
 def test_a_planted_disagreement_is_shrunk_replayed_and_becomes_a_vector(tmp_path: Path) -> None:
@@ -142,13 +149,15 @@ def _as_vector_prints_a_schema_valid_golden_vector_that_the_reference_passes(led
 def test_a_schedule_disagreement_is_shrunk_and_replays(tmp_path: Path) -> None:
     result = run_fuzz(FuzzConfig(impl=STORE_MUTANT, schedule_examples=30, seed=3, report_dir=str(tmp_path), steps=8,
                                  properties=("schedule",), time_budget=90), io.StringIO())
-    assert result.exit_code == 1 and len(result.bundles) == 1
+    assert result.exit_code == 1 and result.bundles
     bundle = load_bundle(result.bundles[0])
-    assert bundle["property"] == "schedule" and bundle["op"] == "store.append"
-    assert len(bundle["input"]["steps"]) <= 10
-    assert bundle["expected"] == {"ok": False, "code": "reserved_tool_boundary_fact"}
-    assert run(["replay", result.bundles[0]], stdout=io.StringIO()) == 1
-    assert run(["replay", result.bundles[0], "--impl", REFERENCE], stdout=io.StringIO()) == 0
+    for path in result.bundles:  # the accepted dispatch, and what follows from it (one bucket each)
+        other = load_bundle(path)
+        assert other["property"] == "schedule" and other["op"] == "store.append"
+        assert len(other["input"]["steps"]) <= 10
+        assert other["expected"] == {"ok": False, "code": "reserved_tool_boundary_fact"}
+        assert run(["replay", path], stdout=io.StringIO()) == 1
+        assert run(["replay", path, "--impl", REFERENCE], stdout=io.StringIO()) == 0
     with pytest.raises(ValueError):
         bundle_as_vector(bundle)  # store behaviour has no vector operation
     assert run(["replay", result.bundles[0], "--as-vector"], stdout=io.StringIO(), stderr=io.StringIO()) == 2
@@ -241,3 +250,146 @@ def test_a_run_ignores_constants_of_local_modules() -> None:
     finally:
         restore()
     assert providers._get_local_constants is original
+
+
+TWO_BUGS = (f"{PY} -m maka_ref.adapter --mutant resolver-legacy-call-only-not-dispatched "
+            f"--mutant phase0-wrong-high-water")
+
+
+def test_an_implementation_with_two_bugs_gets_a_bucket_each_and_every_bundle_replays(tmp_path: Path) -> None:
+    """Issue 12 item 3: the search goes on after the first disagreement, buckets them by
+    operation and first differing path, shrinks one per bucket and reports every bucket."""
+    from conformance._fuzz._buckets import path_pattern
+
+    out = io.StringIO()
+    result = run_fuzz(FuzzConfig(impl=TWO_BUGS, examples=60, seed=1, report_dir=str(tmp_path / "r"),
+                                 properties=("ledger",)), out)
+    assert result.exit_code == 1 and result.harness_error is None
+    summary = json.loads((tmp_path / "r" / "fuzz.json").read_text(encoding="utf-8"))
+    buckets = {(b["op"], b["path"]): b for b in summary["buckets"]}
+    # bug 1 (a legacy call-only operation read as not dispatched) shows in resolve and plan;
+    # bug 2 (the plan's high-water off by one) in plan only
+    assert {("ledger.resolve", "$.result.decisions[*].status"),
+            ("ledger.plan", "$.result.sourceRuntimeEventHighWater")} <= set(buckets), list(buckets)
+    assert len(result.bundles) == len(buckets) == len(summary["properties"]["ledger"]["buckets"])
+    for key in (("ledger.resolve", "$.result.decisions[*].status"), ("ledger.plan", "$.result.sourceRuntimeEventHighWater")):
+        assert buckets[key]["shrink"] == "complete" and 1 <= buckets[key]["size"] <= 10, buckets[key]
+    for (op, path), b in buckets.items():  # a rarer third one may stop at the shrink limit
+        assert b["count"] >= 1 and (b["shrink"] == "complete" or b["shrink"].startswith("stopped at the shrink limit"))
+        assert path_pattern(b["diff"]["path"]) == path and Path(b["bundle"]).is_file()
+        assert f"in {op} at {path}: {b['count']} example(s); smallest {b['size']} events" in out.getvalue()
+        bundle = load_bundle(b["bundle"])
+        assert bundle["bucket"] == {"op": op, "path": path, "count": b["count"]} and bundle["op"] == op
+        assert run(["replay", b["bundle"]], stdout=io.StringIO(), stderr=io.StringIO()) == 1  # recorded command
+        assert run(["replay", b["bundle"], "--impl", REFERENCE], stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    assert "disagreement bucket(s)" in out.getvalue()
+
+
+def test_an_unclaimed_capability_is_not_searched(tmp_path: Path) -> None:
+    """Protocol §3: an operation of an unclaimed capability answers not_claimed, which is no
+    disagreement; the fuzzer honours the handshake and says what it skipped."""
+    out = io.StringIO()
+    code = run(["fuzz", "--impl", f"{REFERENCE} --claim ledger.resolver", "--examples", "25", "--schedules", "3",
+                "--seed", "4", "--report-dir", str(tmp_path)], stdout=out, stderr=out)
+    assert code == 0, out.getvalue()
+    summary = json.loads((tmp_path / "fuzz.json").read_text(encoding="utf-8"))
+    assert set(summary["requests"]) == {"ledger.resolve"}  # no store traffic, no ledger.plan
+    assert summary["buckets"] == [] and summary["bundles"] == []
+    assert summary["properties"]["schedule"]["skipped"] == "store not claimed"
+    assert summary["properties"]["ledger"]["ops"] == ["ledger.resolve"]
+    assert summary["properties"]["ledger"]["skippedOps"] == {"ledger.plan": "ledger.plan not claimed"}
+    assert "schedule: skipped (store not claimed)" in out.getvalue()
+
+
+def test_ctrl_c_stops_the_run_and_still_writes_every_bucket_found(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from conformance._fuzz._targets import ReferenceTarget
+
+    calls = {"n": 0}
+    original = ReferenceTarget.run
+
+    def interrupted_at_the_40th_example(self: ReferenceTarget, requests: list) -> list:
+        calls["n"] += 1
+        if calls["n"] == 40:
+            raise KeyboardInterrupt
+        return original(self, requests)
+
+    monkeypatch.setattr(ReferenceTarget, "run", interrupted_at_the_40th_example)
+    out = io.StringIO()
+    result = run_fuzz(FuzzConfig(impl=TWO_BUGS, examples=1000, seed=1, report_dir=str(tmp_path)), out)
+    assert result.exit_code == 1
+    summary = json.loads((tmp_path / "fuzz.json").read_text(encoding="utf-8"))
+    ledger = summary["properties"]["ledger"]
+    assert ledger["stopped"] == "interrupted" and ledger["examples"] == 40
+    assert len(ledger["buckets"]) >= 2 and len(result.bundles) == len(ledger["buckets"])
+    assert all(b["shrink"] == "not shrunk (interrupted)" and Path(b["bundle"]).is_file() for b in ledger["buckets"])
+    assert summary["properties"]["schedule"]["skipped"] == "interrupted"
+    assert "(interrupted)" in out.getvalue()
+
+
+def test_the_example_database_replays_every_bucket_first_and_forgets_fixed_ones(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    first = run_fuzz(FuzzConfig(impl=LEDGER_MUTANT, examples=60, seed=1, report_dir=str(tmp_path / "a"),
+                                database=str(db), properties=("ledger",)), io.StringIO())
+    found = {(b["op"], b["path"]) for b in first.summary["buckets"]}
+    assert ("ledger.resolve", "$.result.decisions[*].status") in found and any(db.rglob("*"))
+    # another seed and a single new example: the buckets come from the database, first
+    again = run_fuzz(FuzzConfig(impl=LEDGER_MUTANT, examples=1, seed=99, report_dir=str(tmp_path / "b"),
+                                database=str(db), properties=("ledger",)), io.StringIO())
+    assert {(b["op"], b["path"]) for b in again.summary["buckets"]} == found
+    assert again.summary["properties"]["ledger"]["examples"] >= len(found)
+    # the fixed implementation: nothing found, and the saved examples are dropped
+    fixed = run_fuzz(FuzzConfig(impl=REFERENCE, examples=1, seed=99, report_dir=str(tmp_path / "c"),
+                                database=str(db), properties=("ledger",)), io.StringIO())
+    assert fixed.exit_code == 0 and fixed.summary["properties"]["ledger"]["examples"] >= 2  # replayed + new
+    assert not [p for p in db.rglob("*") if p.is_file()]
+
+
+def test_bucket_paths_ignore_array_indices() -> None:
+    from conformance._fuzz._buckets import path_pattern
+
+    assert path_pattern("$.result.decisions[12].reason") == "$.result.decisions[*].reason"
+    assert path_pattern("$.steps[3].code") == "$.steps[*].code"
+    assert path_pattern("$.projection.runs[0].toolOperations[1].version") == "$.projection.runs[*].toolOperations[*].version"
+    assert path_pattern("$.ok") == "$.ok"
+
+
+def test_each_bucket_is_shrunk_on_its_own_to_its_minimal_example() -> None:
+    """Two independent "bugs" in one search over integer lists: an element above 100
+    (bucket A) and a list longer than 5 (bucket B). Each bucket is shrunk to *its* minimal
+    example; the shrinker never slides from one bucket into the other."""
+    from hypothesis import given
+    from hypothesis import seed as seed_
+    from hypothesis import strategies as st
+
+    from conformance._fuzz._buckets import BucketTracker, run_bucketed
+    from conformance._fuzz._search import Disagreement
+
+    def check(values: list[int]) -> list[Disagreement]:
+        found = []
+        if any(v > 100 for v in values):
+            found.append(Disagreement("ledger", "big", "valid", {"values": values}, 0, 1,
+                                      {"path": f"$.values[{len(values) - 1}]"}, size=(len(values), sum(values))))
+        if len(values) > 5:
+            found.append(Disagreement("ledger", "long", "valid", {"values": values}, 0, 1, {"path": "$.length"},
+                                      size=(len(values), sum(values))))
+        return found
+
+    tracker = BucketTracker()
+
+    def make_test(body, settings, key):  # type: ignore[no-untyped-def]
+        def example(values: list[int]) -> None:
+            tracker.start_example()
+            body(values)
+
+        test = settings(seed_(5)(given(st.lists(st.integers(0, 1000), max_size=12))(example)))
+        test._hypothesis_internal_database_key = key
+        return test
+
+    outcome = run_bucketed(make_test, check, tracker, database=None, database_key=b"t", examples=300)
+    buckets = {b.op: b for b in outcome.buckets}
+    assert set(buckets) == {"big", "long"} and outcome.examples >= 300 and outcome.shrink_examples > 0
+    assert all(b.shrink == "complete" and b.count >= 1 for b in buckets.values())
+    assert buckets["big"].path == "$.values[*]"
+    assert buckets["big"].result.input == {"values": [101]}
+    assert buckets["long"].result.input == {"values": [0, 0, 0, 0, 0, 0]}

@@ -1,17 +1,22 @@
 """Differential fuzzing of an implementation against the reference (issue 7, ``docs/fuzzing.md``).
 
 Why: the clauses check what we thought of; a search checks what we did not. Hypothesis
-generates ledgers (valid, corrupted, crash-truncated) and write schedules (a stateful program
-of store writes), sends each to the implementation over the wire protocol (batched with the
-optional ``batch`` operation, one long-lived process) and to ``maka_ref`` in this process, and
-compares resolution, plan and store projections. Every disagreement is shrunk to a minimal
-ledger or schedule and written as a *failure bundle* that ``maka-conformance replay`` re-runs
-and can turn into a golden vector.
+generates ledgers (valid, corrupted, crash-truncated, edge) and write schedules (a stateful
+program of store writes), sends each to the implementation over the wire protocol (batched with
+the optional ``batch`` operation, one long-lived process; only the operations its handshake
+claims) and to ``maka_ref`` in this process, and compares resolution, plan and store
+projections. The search goes on after the first disagreement: every disagreement is put in a
+bucket (operation, first differing path), one example per bucket is shrunk to a minimal ledger
+or schedule and written as a *failure bundle* that ``maka-conformance replay`` re-runs and can
+turn into a golden vector. ``fuzz --coverage`` measures which of the spec's codes the ledger
+generators reach.
 
 Private modules (the CLI and the tests use these names; nothing here is a stable API):
 
-* :mod:`._runner`    the run: seed, example database, time budget, reports (:func:`run_fuzz`);
-* :mod:`._search`    one Hypothesis search, the budget, :class:`Disagreement`;
+* :mod:`._runner`    the run: seed, handshake, example database, time budget, reports (:func:`run_fuzz`);
+* :mod:`._buckets`   replay, search and per-bucket shrinking (:func:`~._buckets.run_bucketed`);
+* :mod:`._search`    the budget, :class:`Disagreement`; the self-fuzzer's one-failure search;
+* :mod:`._coverage`  the coverage of the spec's codes (:func:`~._coverage.measure_coverage`);
 * :mod:`._ledgers`   ledger strategies and the resolve/plan comparison;
 * :mod:`._schedules`, :mod:`._schedule_events` the write-schedule state machine;
 * :mod:`._targets`   the reference in process and the implementation over the protocol;

@@ -4,7 +4,8 @@ Why a file and not a log line: a disagreement found by a random search at 3 a.m.
 reproducible by a person at their desk, against the same or a fixed implementation, without
 re-running the search. A bundle holds everything needed: the seed, the operation, the minimal
 input (a ledger, or a write schedule), what the reference answered, what the implementation
-answered, the first differing JSON path, and who answered (command line and handshake).
+answered, the first differing JSON path, who answered (command line and handshake), and the
+bucket it stands for (a run writes one bundle per bucket, :mod:`._buckets`).
 ``maka-conformance replay`` re-runs it; ``--as-vector`` turns a ledger bundle into a golden
 vector so the case becomes a permanent regression test (``docs/fuzzing.md``).
 """
@@ -36,7 +37,9 @@ def _digest(value: Any) -> str:
 
 
 def make_bundle(d: Disagreement, *, seed: int, command: list[str], handshake: Mapping[str, Any] | None,
-                shrink: str, stderr_tail: str = "") -> dict[str, Any]:
+                shrink: str, stderr_tail: str = "", bucket: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The bundle of ``d``; ``bucket`` (``{"op", "path", "count"}``) says which kind of
+    disagreement it stands for and how often the search met it."""
     from conformance._fuzz._values import parse_like_client as plain  # frozen values, -0, lone surrogates
 
     return {
@@ -50,6 +53,7 @@ def make_bundle(d: Disagreement, *, seed: int, command: list[str], handshake: Ma
         "expected": plain(d.expected),
         "actual": plain(d.actual),
         "diff": plain(d.diff),
+        "bucket": dict(bucket) if bucket is not None else None,
         "referenceFailed": d.reference_failed,
         "shrink": shrink,
         "implementation": {"command": list(command), "handshake": dict(handshake) if handshake else None},
@@ -84,19 +88,30 @@ def load_bundle(path: str) -> dict[str, Any]:
 
 def replay_bundle(bundle: Mapping[str, Any], impl: Any, ref: Any, workspace_root: str) -> Disagreement | None:
     """Re-run ``bundle`` on ``impl`` against ``ref``; the disagreement, or ``None`` if they agree."""
-    from conformance._fuzz._ledgers import LedgerCase, check_ledger
+    from conformance._fuzz._ledgers import HIGH_WATER, LedgerCase, check_ledger
     from conformance._fuzz._schedules import Workspaces, check_schedule
 
     try:
         if bundle["property"] == "ledger":
-            check_ledger(LedgerCase(bundle.get("case", "replay"), list(bundle["input"]["events"])), impl, ref,
-                         (bundle["op"],))
+            input_ = bundle["input"]
+            check_ledger(LedgerCase(bundle.get("case", "replay"), list(input_["events"]), input_.get(HIGH_WATER)),
+                         impl, ref, (bundle["op"],))
         else:
             steps = [(s["op"], dict(s.get("params", {}))) for s in bundle["input"]["steps"]]
             check_schedule(steps, impl, ref, Workspaces(workspace_root), bundle.get("case", "schedule"))
     except Disagreement as d:
         return d
     return None
+
+
+def _vector_input(bundle: Mapping[str, Any]) -> dict[str, Any]:
+    """The vector's input: the events, and for a plan the expected high-water the fuzzer sent."""
+    from conformance._fuzz._ledgers import HIGH_WATER
+
+    out = {"events": bundle["input"]["events"]}
+    if bundle.get("op") == "ledger.plan" and bundle["input"].get(HIGH_WATER) is not None:
+        out[HIGH_WATER] = bundle["input"][HIGH_WATER]
+    return out
 
 
 def bundle_as_vector(bundle: Mapping[str, Any]) -> dict[str, Any]:
@@ -121,6 +136,6 @@ def bundle_as_vector(bundle: Mapping[str, Any]) -> dict[str, Any]:
         "description": (f"Regression found by maka-conformance fuzz (seed {bundle.get('seed')}, {bundle.get('case')} "
                         f"ledger): the first difference was at {diff.get('path')}."),
         "operation": operation,
-        "input": {"events": bundle["input"]["events"]},
+        "input": _vector_input(bundle),
         "expect": {key: expected["result"]},
     }

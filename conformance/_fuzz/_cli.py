@@ -3,7 +3,7 @@
 Why a module here rather than in ``conformance/_cli/main.py``: the main CLI file is shared by
 several subcommands; keeping ours in one place leaves it two lines to call.
 Exit codes: ``fuzz`` 0 nothing found, 1 a disagreement (or a stray file; with ``--self``: a
-finding), 2 a harness error;
+finding; with ``--coverage``: a reachable code the generators missed), 2 a harness error;
 ``replay`` 0 agree, 1 disagree, 2 error.
 """
 
@@ -18,8 +18,9 @@ __all__ = ["add_parsers", "cmd_fuzz", "cmd_replay"]
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("fuzz", help="differential fuzzing: generated ledgers and write schedules vs the reference")
     p.add_argument("--impl", metavar="CMD", help="command line of the implementation (default: the bundled reference runtime)")
-    p.add_argument("--examples", type=int, default=200, metavar="N",
-                   help="ledgers to generate (default %(default)s; write schedules: N/10 unless --schedules)")
+    p.add_argument("--examples", type=int, default=None, metavar="N",
+                   help="ledgers to generate (default 200; write schedules: N/10 unless --schedules; "
+                        "with --coverage: per generator, default 1000)")
     p.add_argument("--schedules", type=int, default=None, metavar="M", help="write schedules to generate (default: N/10, at least 1)")
     p.add_argument("--seed", type=int, default=None, metavar="S", help="the run's seed (default: random; always printed)")
     p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
@@ -34,6 +35,10 @@ def add_parsers(sub: Any) -> None:
                         "--examples is per target; --impl, --schedules, --only, --no-batch do not apply)")
     p.add_argument("--only-target", action="append", choices=("codec", "ledger", "store", "adapter"), metavar="TARGET",
                    help="with --self: run only this target (repeatable: codec, ledger, store, adapter)")
+    p.add_argument("--coverage", action="store_true",
+                   help="measure which of the spec's codes the ledger generators reach (the reference in process; "
+                        "prints a table, writes coverage.json in the report dir; --examples per generator, "
+                        "default 1000; --seed, default 0)")
     p = sub.add_parser("replay", help="re-run a fuzz failure bundle (exit 0 agree, 1 disagree, 2 error)")
     p.add_argument("bundle", metavar="BUNDLE")
     p.add_argument("--impl", metavar="CMD", help="command line of the implementation (default: the one recorded in the bundle)")
@@ -44,6 +49,9 @@ def add_parsers(sub: Any) -> None:
 def cmd_fuzz(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from conformance._fuzz import FuzzConfig, run_fuzz
 
+    if getattr(args, "coverage", False):
+        return _cmd_coverage(args, out, err)
+    examples = args.examples if args.examples is not None else 200
     if getattr(args, "self_fuzz", False):
         from conformance._fuzz._selffuzz import SELF_TARGETS, SelfFuzzConfig, run_self_fuzz
 
@@ -51,7 +59,7 @@ def cmd_fuzz(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print("maka-conformance: error: --self fuzzes the reference in process: "
                   "--impl, --only, --schedules and --no-batch do not apply", file=err)
             return 2
-        self_config = SelfFuzzConfig(examples=args.examples, seed=args.seed, time_budget=args.time_budget,
+        self_config = SelfFuzzConfig(examples=examples, seed=args.seed, time_budget=args.time_budget,
                                      report_dir=args.report_dir, targets=tuple(args.only_target or SELF_TARGETS))
         self_result = run_self_fuzz(self_config, out)
         if self_result.harness_error is not None:
@@ -60,13 +68,57 @@ def cmd_fuzz(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.only_target:
         print("maka-conformance: error: --only-target needs --self", file=err)
         return 2
-    config = FuzzConfig(impl=args.impl, examples=args.examples, schedule_examples=args.schedules, seed=args.seed,
+    config = FuzzConfig(impl=args.impl, examples=examples, schedule_examples=args.schedules, seed=args.seed,
                         time_budget=args.time_budget, report_dir=args.report_dir, batch=not args.no_batch,
                         timeout=args.timeout, properties=(args.only,) if args.only else ("ledger", "schedule"))
     result = run_fuzz(config, out)
     if result.harness_error is not None:
         print(f"maka-conformance: error: {result.harness_error}", file=err)
     return result.exit_code
+
+
+def _cmd_coverage(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``fuzz --coverage``: :func:`~conformance._fuzz._coverage.measure_coverage`, printed and
+    written as ``<report-dir>/coverage.json``. Exit 0, or 1 when a reachable code is missed by
+    the union of the generators (the fuzzer's own mix), 2 on a usage error."""
+    import json
+    import os
+
+    from conformance._fuzz._coverage import measure_coverage, render_coverage
+
+    misplaced = [flag for flag, given in (("--impl", args.impl), ("--self", args.self_fuzz), ("--only", args.only),
+                                          ("--schedules", args.schedules is not None), ("--no-batch", args.no_batch),
+                                          ("--only-target", args.only_target),
+                                          ("--time-budget", args.time_budget is not None))
+                 if given]
+    if misplaced:
+        print(f"maka-conformance: error: --coverage measures the generators with the reference in process: "
+              f"{', '.join(misplaced)} do not apply", file=err)
+        return 2
+    examples = args.examples if args.examples is not None else 1000
+    seed = args.seed if args.seed is not None else 0
+    if examples < 1:
+        print("maka-conformance: error: --examples must be at least 1", file=err)
+        return 2
+    from conformance._fuzz._runner import database_path, enter_search_environment
+
+    print(f"maka-conformance fuzz --coverage: {examples} examples per generator, seed {seed}", file=out, flush=True)
+    report_dir = os.path.abspath(args.report_dir)
+    leave = enter_search_environment(report_dir, database_path(report_dir))  # Hypothesis's caches: not in the cwd
+    try:
+        report = measure_coverage(examples, seed)
+    finally:
+        leave()
+    out.write(render_coverage(report))
+    os.makedirs(report_dir, exist_ok=True)
+    path = os.path.join(report_dir, "coverage.json")
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(report.to_json(), handle, indent=1, ensure_ascii=True)
+        handle.write("\n")
+    missing = report.missing("union")
+    print(f"maka-conformance fuzz --coverage: {len(missing)} reachable code(s) missed by the union; report {path}",
+          file=out, flush=True)
+    return 1 if missing else 0
 
 
 def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

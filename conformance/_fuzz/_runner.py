@@ -5,10 +5,18 @@ Why the run is shaped this way:
 * **One seed per run, printed first.** A search that found something must be re-runnable
   exactly (``--seed``), and a CI log is often all a person has.
 * **A persistent example database** (``MAKA_FUZZ_DB`` or ``<report-dir>/.hypothesis/maka-fuzz``):
-  Hypothesis replays every failure it saved before generating anything new, so CI that caches
-  this directory re-checks yesterday's disagreements first, at no cost when they are fixed.
+  the minimal example of every bucket is saved there and replayed before anything new is
+  generated, so CI that caches this directory re-checks yesterday's disagreements first, at
+  no cost when they are fixed (:mod:`._buckets`).
+* **The handshake decides what is searched.** An operation of a capability the implementation
+  does not claim is answered ``not_claimed`` (protocol §3), which is not a disagreement: the
+  schedule search needs ``store``, ``ledger.resolve`` needs ``ledger.resolver`` and
+  ``ledger.plan`` needs ``ledger.plan``; what cannot run is reported as skipped, with why.
 * **Two searches**, ledgers then write schedules, sharing the time budget; each stops
-  generating at 60 % of its share and may spend the rest shrinking (:mod:`._search`).
+  generating at 60 % of its share and may spend the rest shrinking. Neither stops at the first
+  disagreement: every one is put in a bucket (operation, first differing path), and one
+  example per bucket is shrunk and written as a bundle (:mod:`._buckets`). Ctrl-C stops the
+  run and still writes every bucket found so far.
 * **Per-example workspaces** under ``<report-dir>/.workspaces``, removed after each schedule;
   a file left in that directory at the end was written by a side outside its workspace and is
   reported (``strayFiles``). The implementation runs with that directory as its working
@@ -24,11 +32,13 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, Callable, Mapping, Sequence, TextIO
 
+from conformance._fuzz._buckets import Bucket, BucketedOutcome, BucketTracker, run_bucketed
 from conformance._fuzz._bundles import make_bundle, write_bundle
-from conformance._fuzz._search import Budget, Disagreement, SearchOutcome, Tracker, fuzz_settings, run_search
+from conformance._fuzz._search import Budget
 from conformance._fuzz._targets import ProtocolTarget, ReferenceTarget, command_line
+from conformance.protocol import OPERATIONS
 
 __all__ = ["DB_ENV", "FuzzConfig", "FuzzResult", "database_path", "hypothesis_home", "run_fuzz"]
 
@@ -72,47 +82,63 @@ def database_path(report_dir: str, explicit: str | None = None) -> str:
     return explicit or os.environ.get(DB_ENV) or os.path.join(report_dir, ".hypothesis", "maka-fuzz")
 
 
-def _ledger_search(config: FuzzConfig, seed: int, db: Any, impl: Any, ref: Any, budget: Budget) -> SearchOutcome:
+#: The example database key of each search (its saved minimal examples, one per bucket).
+_DB_KEYS = {"ledger": b"maka-fuzz:ledger:v2", "schedule": b"maka-fuzz:schedule:v2"}
+
+
+def _claimed_ledger_ops(handshake: Mapping[str, Any] | None) -> tuple[list[str], list[str]]:
+    """(the ledger operations whose capability the handshake claims, the others)."""
+    from conformance._fuzz._ledgers import LEDGER_OPS
+    from conformance.protocol import OPERATIONS
+
+    claims = set((handshake or {}).get("capabilities") or ())
+    ops = [op for op in LEDGER_OPS if OPERATIONS[op] in claims]
+    return ops, [op for op in LEDGER_OPS if op not in ops]
+
+
+def _ledger_search(config: FuzzConfig, seed: int, db: Any, impl: Any, ref: Any, budget: Budget,
+                   ops: Sequence[str]) -> BucketedOutcome:
     from hypothesis import given
     from hypothesis import seed as seed_
 
-    from conformance._fuzz._ledgers import check_ledger, fuzz_ledgers
+    from conformance._fuzz._ledgers import fuzz_ledgers, ledger_disagreements
 
-    tracker = Tracker(budget)
+    tracker = BucketTracker(budget)
+    strategy = fuzz_ledgers()
 
-    def ledger_disagrees(case: Any) -> None:
-        tracker.start_example()
-        try:
-            check_ledger(case, impl, ref)
-        except Disagreement as d:
-            tracker.record(d)
-            raise
+    def make_test(body: Callable[[Any], None], settings: Any, key: bytes) -> Callable[[], None]:
+        def ledger_example(case: Any) -> None:
+            tracker.start_example()
+            body(case)
 
-    test = seed_(seed)(fuzz_settings(config.examples, db)(given(fuzz_ledgers())(ledger_disagrees)))
-    return run_search(test, tracker)
+        # settings outermost: ``@seed`` alone would switch the example database off
+        test = settings(seed_(seed)(given(strategy)(ledger_example)))
+        test._hypothesis_internal_database_key = key
+        return test
+
+    return run_bucketed(make_test, lambda case: ledger_disagreements(case, impl, ref, ops), tracker,
+                        database=db, database_key=_DB_KEYS["ledger"], examples=config.examples)
 
 
 def _schedule_search(config: FuzzConfig, seed: int, db: Any, impl: Any, ref: Any, budget: Budget,
-                     workspace_root: str) -> SearchOutcome:
+                     workspace_root: str) -> BucketedOutcome:
     from hypothesis import seed as seed_
-    from hypothesis.stateful import run_state_machine_as_test
+    from hypothesis.stateful import get_state_machine_test
 
-    from conformance._fuzz._schedules import Workspaces, check_schedule, schedule_machine
+    from conformance._fuzz._schedules import Workspaces, schedule_disagreements, schedule_machine
 
-    tracker = Tracker(budget)
+    tracker = BucketTracker(budget)
     workspaces = Workspaces(workspace_root)
 
-    def check(steps: list[Any]) -> None:
-        try:
-            check_schedule(steps, impl, ref, workspaces)
-        except Disagreement as d:
-            tracker.record(d)
-            raise
+    def make_test(body: Callable[[Any], None], settings: Any, key: bytes) -> Callable[[], None]:
+        machine = seed_(seed)(schedule_machine(body, tracker))  # its __init__ calls start_example
+        test = get_state_machine_test(machine, settings=settings)
+        test._hypothesis_internal_database_key = key
+        return test
 
-    machine = seed_(seed)(schedule_machine(check, tracker))
     count = config.schedule_examples if config.schedule_examples is not None else max(1, config.examples // 10)
-    settings = fuzz_settings(count, db, steps=config.steps)
-    return run_search(lambda: run_state_machine_as_test(machine, settings=settings), tracker)
+    return run_bucketed(make_test, lambda steps: schedule_disagreements(steps, impl, ref, workspaces), tracker,
+                        database=db, database_key=_DB_KEYS["schedule"], examples=count, steps=config.steps)
 
 
 def _stray_files(root: str) -> list[str]:
@@ -185,6 +211,47 @@ def enter_search_environment(report_dir: str, db_dir: str) -> Callable[[], None]
     return leave
 
 
+def _skipped(properties: Sequence[str], handshake: Mapping[str, Any] | None, ledger_ops: Sequence[str]) -> dict[str, str]:
+    """Searches the handshake does not allow, with the reason (protocol §3: an operation of an
+    unclaimed capability is answered ``not_claimed``, which is no disagreement)."""
+    claims = set((handshake or {}).get("capabilities") or ())
+    out = {}
+    if "ledger" in properties and not ledger_ops:
+        out["ledger"] = "ledger.resolver and ledger.plan not claimed"
+    if "schedule" in properties and "store" not in claims:
+        out["schedule"] = "store not claimed"
+    return out
+
+
+def _report_bucket(bucket: Bucket, prop: str, seed: int, command: list[str], impl: Any, report_dir: str,
+                   result: "FuzzResult") -> dict[str, Any]:
+    """Write ``bucket``'s bundle; its entry in ``fuzz.json``."""
+    d = bucket.result
+    bundle = make_bundle(d, seed=seed, command=command, handshake=impl.handshake, shrink=bucket.shrink,
+                         stderr_tail=impl.stderr_tail(),
+                         bucket={"op": bucket.op, "path": bucket.path, "count": bucket.count})
+    path = write_bundle(bundle, os.path.join(report_dir, "bundles"))
+    result.bundles.append(path)
+    return {"op": bucket.op, "path": bucket.path, "count": bucket.count, "firstExample": bucket.first_example,
+            "diff": bundle["diff"], "size": d.size[0], "shrink": bucket.shrink,
+            "referenceFailed": bucket.reference_failed, "case": d.case, "bundle": path}
+
+
+def _print_search(prop: str, outcome: BucketedOutcome, entry: Mapping[str, Any], out: TextIO) -> None:
+    stopped = f" (stopped by the {outcome.stopped})" if outcome.stopped == "time budget" else \
+        " (interrupted)" if outcome.stopped else ""
+    buckets = entry["buckets"]
+    if not buckets:
+        print(f"  {prop}: {outcome.examples} examples, no disagreement{stopped}", file=out, flush=True)
+        return
+    print(f"  {prop}: {outcome.examples} examples, {len(buckets)} disagreement bucket(s){stopped}:", file=out, flush=True)
+    unit = "events" if prop == "ledger" else "steps"
+    for i, b in enumerate(buckets, 1):
+        what = "the REFERENCE failed" if b["referenceFailed"] else "disagreement"
+        print(f"    [{i}] {what} in {b['op']} at {b['path']}: {b['count']} example(s); smallest {b['size']} {unit} "
+              f"({b['shrink']}) -> {b['bundle']}", file=out, flush=True)
+
+
 def run_fuzz(config: FuzzConfig, out: TextIO | None = None) -> FuzzResult:
     """Run the differential fuzzer; write bundles and ``fuzz.json`` under ``config.report_dir``."""
     from hypothesis.database import DirectoryBasedExampleDatabase
@@ -219,37 +286,39 @@ def run_fuzz(config: FuzzConfig, out: TextIO | None = None) -> FuzzResult:
         summary["implementation"]["handshake"] = impl.handshake
         os.makedirs(db_dir, exist_ok=True)  # created even when empty: a CI cache step can rely on it
         db = DirectoryBasedExampleDatabase(db_dir)
-        for index, prop in enumerate(p for p in PROPERTIES if p in config.properties):
+        ledger_ops, unclaimed_ops = _claimed_ledger_ops(impl.handshake)
+        skipped = _skipped(config.properties, impl.handshake, ledger_ops)
+        active = [p for p in PROPERTIES if p in config.properties and p not in skipped]
+        interrupted = False
+        for prop in (p for p in PROPERTIES if p in config.properties):
+            if prop in skipped or interrupted:
+                reason = skipped.get(prop) or "interrupted"
+                summary["properties"][prop] = {"skipped": reason, "examples": 0, "buckets": [], "bundle": None}
+                print(f"  {prop}: skipped ({reason})", file=out, flush=True)
+                continue
             remaining = None
             if config.time_budget is not None:
                 left = config.time_budget - (time.monotonic() - started)
-                shares = len([p for p in PROPERTIES if p in config.properties]) - index
-                remaining = max(0.0, left / shares)
+                remaining = max(0.0, left / (len(active) - active.index(prop)))
             budget = Budget.split(time.monotonic(), remaining)
             t0 = time.monotonic()
             if prop == "ledger":
-                outcome = _ledger_search(config, seed, db, impl, ref, budget)
+                outcome = _ledger_search(config, seed, db, impl, ref, budget, ledger_ops)
             else:
                 outcome = _schedule_search(config, seed, db, impl, ref, budget, workspace_root)
-            entry: dict[str, Any] = {"examples": outcome.examples, "seconds": round(time.monotonic() - t0, 3),
-                                     "stopped": outcome.stopped, "bundle": None}
-            if outcome.disagreement is not None:
-                d = outcome.disagreement
-                bundle = make_bundle(d, seed=seed, command=command, handshake=impl.handshake, shrink=outcome.shrink,
-                                     stderr_tail=impl.stderr_tail())
-                path = write_bundle(bundle, os.path.join(report_dir, "bundles"))
-                result.bundles.append(path)
-                entry.update(bundle=path, op=d.op, path=d.diff.get("path"), shrink=outcome.shrink,
-                             referenceFailed=d.reference_failed)
-                what = "the REFERENCE failed" if d.reference_failed else "disagreement"
-                print(f"  {prop}: {what} in {d.op} at {d.diff.get('path')} ({outcome.shrink}; "
-                      f"input size {d.size[0]}) -> {path}", file=out, flush=True)
-            else:
-                print(f"  {prop}: {outcome.examples} examples, no disagreement"
-                      + (f" (stopped by the {outcome.stopped})" if outcome.stopped else ""), file=out, flush=True)
+            entry: dict[str, Any] = {"examples": outcome.examples, "shrinkExamples": outcome.shrink_examples,
+                                     "seconds": round(time.monotonic() - t0, 3), "stopped": outcome.stopped}
+            if prop == "ledger":
+                entry["ops"] = list(ledger_ops)
+                entry["skippedOps"] = {op: f"{OPERATIONS[op]} not claimed" for op in unclaimed_ops}
+            entry["buckets"] = [_report_bucket(b, prop, seed, command, impl, report_dir, result) for b in outcome.buckets]
+            entry["bundle"] = entry["buckets"][0]["bundle"] if entry["buckets"] else None
+            _print_search(prop, outcome, entry, out)
             summary["properties"][prop] = entry
+            interrupted = outcome.stopped == "interrupted"
         summary["batching"] = impl.batching
         summary["restarts"] = impl.restarts
+        summary["requests"] = dict(sorted(impl.sent.items()))
     finally:
         leave_search_environment()
         impl.close()
@@ -259,6 +328,8 @@ def run_fuzz(config: FuzzConfig, out: TextIO | None = None) -> FuzzResult:
     summary["strayFiles"] = stray
     summary["seconds"] = round(time.monotonic() - started, 3)
     summary["bundles"] = result.bundles
+    summary["buckets"] = [{"property": prop, **b} for prop, entry in summary["properties"].items()
+                          for b in entry.get("buckets", ())]
     if stray:
         print(f"  files written outside the per-example workspaces: {stray[:5]}", file=out)
         result.stray_files = stray
@@ -267,6 +338,6 @@ def run_fuzz(config: FuzzConfig, out: TextIO | None = None) -> FuzzResult:
     with open(os.path.join(report_dir, "fuzz.json"), "w", encoding="utf-8") as handle:
         json.dump(summary, handle, indent=1, ensure_ascii=True, default=str)
         handle.write("\n")
-    print(f"maka-conformance fuzz: seed {seed}: {len(result.bundles)} disagreement(s) in {summary['seconds']} s; "
-          f"report {os.path.join(report_dir, 'fuzz.json')}", file=out, flush=True)
+    print(f"maka-conformance fuzz: seed {seed}: {len(summary['buckets'])} disagreement bucket(s) in "
+          f"{summary['seconds']} s; report {os.path.join(report_dir, 'fuzz.json')}", file=out, flush=True)
     return result

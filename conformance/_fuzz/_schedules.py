@@ -19,10 +19,10 @@ import shutil
 from typing import Any, Callable, Sequence
 
 from conformance._fuzz import _schedule_events as ev
-from conformance._fuzz._search import Disagreement, Tracker
+from conformance._fuzz._search import Disagreement
 from conformance._fuzz._values import comparable, drop_optional, first_difference, wire
 
-__all__ = ["Workspaces", "check_schedule", "schedule_machine"]
+__all__ = ["Workspaces", "check_schedule", "schedule_disagreements", "schedule_machine"]
 
 Step = tuple[str, dict[str, Any]]
 CONFLICTS = ("t1_identity", "dispatch_by_append", "duplicate_event_id", "t2_unknown_operation", "t2_different")
@@ -50,6 +50,17 @@ def _requests(steps: Sequence[Step], ws: str) -> list[Step]:
             ("store.close", {"workspace": ws})]
 
 
+def schedule_disagreements(steps: Sequence[Step], impl: Any, ref: Any, workspaces: Workspaces,
+                           case: str = "schedule") -> list[Disagreement]:
+    """:func:`check_schedule` as a list: the first disagreement, or none. Only the first:
+    after one wrong answer the two stores differ, so later steps differ as a consequence."""
+    try:
+        check_schedule(steps, impl, ref, workspaces, case)
+    except Disagreement as d:
+        return [d]
+    return []
+
+
 def check_schedule(steps: Sequence[Step], impl: Any, ref: Any, workspaces: Workspaces, case: str = "schedule") -> None:
     """Run ``steps`` on both sides (fresh workspaces, one batch each); raise :class:`Disagreement`."""
     steps = [(op, wire(params)) for op, params in steps]
@@ -75,8 +86,9 @@ def check_schedule(steps: Sequence[Step], impl: Any, ref: Any, workspaces: Works
                                step=index - 1 if 0 < index <= len(steps) else None)
 
 
-def schedule_machine(check: Callable[[list[Step]], None], tracker: Tracker) -> type:
-    """A :class:`RuleBasedStateMachine` class whose teardown calls ``check(steps)``."""
+def schedule_machine(check: Callable[[list[Step]], None], tracker: Any) -> type:
+    """A :class:`RuleBasedStateMachine` class whose teardown calls ``check(steps)``; its
+    ``__init__`` calls ``tracker.start_example()`` (the time budget)."""
     from hypothesis import strategies as st
     from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 

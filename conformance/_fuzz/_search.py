@@ -8,6 +8,11 @@ so it ends the run cleanly without being "shrunk". Generation stops at one deadl
 disagreement is found, shrinking may go on until a later one. Because a stopped run never
 reports its smallest failure, :class:`Tracker` keeps the smallest disagreement seen so far,
 and that is what gets written when the clock (or Ctrl-C) stops the shrinker.
+
+The differential fuzzer's searches keep going after the first disagreement and shrink one
+example per bucket (:mod:`._buckets`, which uses :class:`Budget`, :class:`OutOfTime` and
+:class:`Disagreement` from here); :class:`Tracker` and :func:`run_search` (one failure, shrunk
+by Hypothesis) serve ``fuzz --self``, whose findings are exceptions, not buckets.
 """
 
 from __future__ import annotations

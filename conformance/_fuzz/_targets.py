@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections import Counter
 from typing import Any, Mapping, Sequence
 
 __all__ = ["Request", "ProtocolTarget", "ReferenceTarget", "command_line"]
@@ -72,6 +73,8 @@ class ProtocolTarget:
         self.handshake: dict[str, Any] | None = None
         self.restarts = 0
         self.round_trips = 0
+        #: Requests sent per operation (the items of a batch, not the batch itself).
+        self.sent: Counter[str] = Counter()
         self._client: Any = None
 
     @property
@@ -99,6 +102,7 @@ class ProtocolTarget:
 
     def run(self, requests: Sequence[Request]) -> list[dict[str, Any]]:
         """One answer per request, in order (a verdict dict where the implementation failed)."""
+        self.sent.update(op for op, _ in requests)
         out: list[dict[str, Any]] = []
         for start in range(0, len(requests), self.max_batch):
             out.extend(self._run_chunk(requests[start:start + self.max_batch]))

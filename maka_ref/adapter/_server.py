@@ -99,9 +99,11 @@ def _parse_args(argv: list[str] | None) -> tuple[str, ...]:
     unclaimed capability is reported "not claimed"; other operations answer ``not_claimed``.
 
     ``--mutant NAME`` applies one deliberately broken behaviour of the mutant corpus
-    (``maka_ref/adapter/_mutants``, ``docs/selftest.md``) before serving; ``--list-mutants``
-    prints the corpus and exits. An unknown name exits 2 with the list. The corpus is imported
-    only when one of these options is given: the normal code path never touches it.
+    (``maka_ref/adapter/_mutants``, ``docs/selftest.md``) before serving; repeated, it applies
+    each (an implementation with several independent bugs, which the fuzzer must report as
+    separate disagreements); ``--list-mutants`` prints the corpus and exits. An unknown name
+    exits 2 with the list. The corpus is imported only when one of these options is given: the
+    normal code path never touches it.
     ``--variant NAME`` / ``--list-variants`` do the same for the legal-variant corpus
     (``maka_ref/adapter/_variants``): correct implementations the suite must pass.
     """
@@ -110,8 +112,9 @@ def _parse_args(argv: list[str] | None) -> tuple[str, ...]:
     parser = argparse.ArgumentParser(prog="python -m maka_ref.adapter", description=__doc__.splitlines()[0])
     parser.add_argument("--claim", action="append", choices=CAPABILITIES, metavar="CAPABILITY",
                         help="claim only this capability (repeatable; default: every capability)")
-    parser.add_argument("--mutant", metavar="NAME",
-                        help="apply one mutant of the self-test corpus (see --list-mutants)")
+    parser.add_argument("--mutant", metavar="NAME", action="append",
+                        help="apply a mutant of the self-test corpus (see --list-mutants; repeatable: several "
+                             "independent bugs at once)")
     parser.add_argument("--list-mutants", action="store_true", help="list the mutant corpus and exit")
     parser.add_argument("--variant", metavar="NAME",
                         help="apply one legal variant of the self-test corpus (see --list-variants)")
@@ -134,11 +137,13 @@ def _parse_args(argv: list[str] | None) -> tuple[str, ...]:
         if args.list_mutants:
             sys.stdout.write(_mutants.render_list())
             sys.exit(0)
-        if args.mutant not in _mutants.MUTANTS:
-            sys.stderr.write(f"python -m maka_ref.adapter: unknown mutant {args.mutant!r}; known mutants:\n"
-                             + _mutants.render_list())
-            sys.exit(2)
-        _mutants.apply(args.mutant)
+        for name in args.mutant:
+            if name not in _mutants.MUTANTS:
+                sys.stderr.write(f"python -m maka_ref.adapter: unknown mutant {name!r}; known mutants:\n"
+                                 + _mutants.render_list())
+                sys.exit(2)
+        for name in dict.fromkeys(args.mutant):
+            _mutants.apply(name)
     return tuple(args.claim) if args.claim else CAPABILITIES
 
 

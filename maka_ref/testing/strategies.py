@@ -30,6 +30,19 @@ Strategies (all return plain ``dict`` events, freshly built for every example):
     are produced, and each carries a *witness* (an issue or a decision reason the spec says
     must appear).
 
+``edge_ledgers(ill_typed=False)``
+    Ledgers of the shapes real stores hold beyond the spec's catalogue, as an
+    :class:`EdgeLedger`: one to three invocations whose identities are drawn from tiny pools
+    (so call ids, operation ids and tool names collide, and ``""`` is a tool name), then up to
+    four *edge edits* of :data:`EDGE_FAMILIES` (call-id reuse, a response or dispatch in
+    another invocation or run, drift of each identity field, duplicate operations with other
+    names or hashes, missing keys, hidden calls, late markers, ...). No ground truth: the
+    point is to compare implementations on them (the equivalence clauses, the fuzzer). Its
+    events are well typed (every field the spec names is absent or of its JSON type), so
+    answers must agree exactly; with ``ill_typed=True`` the edits may leave that domain
+    (wrong JSON types, a recovery fact without payload), where any protocol-valid answer is
+    acceptable: use those for never-crash checks only.
+
 ``torn_jsonl()``
     JSON-lines bytes of a ledger whose last line is cut at an arbitrary byte offset.
 
@@ -49,6 +62,7 @@ from __future__ import annotations
 
 from maka_ref.testing._strategies.constants import MAX_SAFE_INTEGER, RECOVERY_MODES, T1, Protocol
 from maka_ref.testing._strategies.corruptions import CORRUPTIONS, corrupt_ledgers
+from maka_ref.testing._strategies.edges import EDGE_FAMILIES, EdgeLedger, edge_ledgers
 from maka_ref.testing._strategies.garbage import garbage_event_lists
 from maka_ref.testing._strategies.jsonl import torn_jsonl
 from maka_ref.testing._strategies.ledger_model import CorruptLedger, Ledger, OperationTruth, TornJsonl
@@ -59,6 +73,8 @@ from maka_ref.testing._strategies.values import json_values, texts, tool_calls, 
 __all__ = [
     "CORRUPTIONS",
     "CorruptLedger",
+    "EDGE_FAMILIES",
+    "EdgeLedger",
     "Ledger",
     "MAX_SAFE_INTEGER",
     "OperationTruth",
@@ -69,6 +85,7 @@ __all__ = [
     "add_marker",
     "append_response",
     "corrupt_ledgers",
+    "edge_ledgers",
     "garbage_event_lists",
     "json_values",
     "ledgers",

@@ -11,8 +11,11 @@ reference disagreed exactly on such shapes, and neither older generator produced
 
 So identities here are drawn from *tiny pools* (two or three invocations, two call ids and
 an empty one, three operation ids, a handful of tool names including ``""``), which makes
-collisions the normal case, and then up to four *edge edits* (:data:`EDGE_FAMILIES`) move,
-rename, drift, duplicate or reorder events. Every example records which families it used,
+collisions the normal case; in half the ledgers the calls of an invocation get distinct call
+ids instead (``call_1``, ``call_2``..., reused by the next invocation, as providers do) and
+every operation its own id, so that healthy operations and valid recovery bundles survive for
+the edits to act on. Then up to four *edge edits* (:data:`EDGE_FAMILIES`) move, rename, drift,
+duplicate or reorder events. Every example records which families it used,
 so a run can measure what it reached (``docs/fuzzing.md``). Events stay small and readable
 (short ids, tiny args), which keeps shrunk failures legible.
 """
@@ -478,17 +481,25 @@ def edge_ledgers(draw: Callable[[Any], Any], *, max_tools: int = 4, max_edits: i
     the edits may also give fields the wrong JSON type (:data:`ILL_TYPED_FAMILIES`)."""
     d = _Draft(draw)
     marker = draw(st.booleans())
+    # Half the ledgers draw call and operation ids from the tiny pools (collisions everywhere);
+    # the others give each call of an invocation its own call id (``call_1``, ``call_2``...,
+    # reused by the next invocation, as providers do) and each operation its own id, so that
+    # healthy operations, valid bundles and T2 responses survive for the edits to act on.
+    distinct = draw(st.booleans())
     n_invocations = draw(st.integers(1, 3))
     spines = [_SPINES[0]] + draw(st.lists(st.sampled_from(_SPINES[1:]), min_size=n_invocations - 1,
                                           max_size=n_invocations - 1, unique=True))
     fates: list[str] = []
     for index, spine in enumerate(spines):
         d.add(_user(d, spine, marker and index == 0))
-        for _ in range(draw(st.integers(0 if index else 1, max_tools))):
+        for position in range(draw(st.integers(0 if index else 1, max_tools))):
             fate = draw(st.sampled_from(FATES))
             name = draw(st.sampled_from(_TOOL_NAMES))
-            tool = _Tool(spine, draw(st.sampled_from(_CALL_IDS)), name, draw(st.sampled_from(_ARGS)),
-                         draw(st.sampled_from(_OP_IDS)), fate)
+            if distinct:
+                call_id, operation_id = f"call_{position + 1}", f"op-{len(d.tools) + 1}"
+            else:
+                call_id, operation_id = draw(st.sampled_from(_CALL_IDS)), draw(st.sampled_from(_OP_IDS))
+            tool = _Tool(spine, call_id, name, draw(st.sampled_from(_ARGS)), operation_id, fate)
             d.tools.append(tool)
             fates.append(fate)
             _tool_events(d, tool)
