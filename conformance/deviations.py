@@ -53,6 +53,36 @@ DEVIATIONS: tuple[Deviation, ...] = (
             "a private snapshot instead and creates nothing.",
         clauses=("STORE-SCHEMA-001", "STORE-SCHEMA-002", "STORE-REOPEN-005"),
     ),
+    Deviation(
+        id="D-2",
+        title="under the legacy protocol a tool starts before its function_call is durable, so a crash mid-tool "
+              "leaves no trace of the call and a resume runs the tool again",
+        spec="spec 20 §2 (P1-P3: the committed prefix is after_function_call — the call is durable before the "
+             "implementation starts), spec 10 §6.4 (a legacy call without a result is indeterminate and blocks); "
+             "the product's first promise: never run a tool twice",
+        upstream="packages/runtime/src/tool-runtime.ts:1045-1055 only queues the call event when no T1 commit sink "
+                 "is wired; the implementation runs at :1279-1330 and the queued call is appended afterwards",
+        why="a SIGKILL inside the tool leaves the ledger at [user]: Phase 0 sees no call, plans safe_replay, and a "
+            "resume re-runs a Write whose start the effect log shows. The reference commits the legacy call "
+            "before the implementation starts; under t1_after_preflight_v1 upstream is correct.",
+        clauses=("RUNTIME-CRASH-P1-legacy", "RUNTIME-CRASH-P2-legacy", "RUNTIME-CRASH-P3-legacy",
+                 "RECOVERY-RESUME-007"),
+    ),
+    Deviation(
+        id="D-3",
+        title="a workspace identity change between a continuation's claim and its provider call fails the "
+              "continuation with an unrelated store error instead of workspace_identity_changed",
+        spec="spec 20 §3.9 steps 7 and 12 (the revalidation failure is reported with its code), protocol §4.3 "
+             "(a revalidation failure is ok:false with its code)",
+        upstream="packages/runtime/src/runtime-kernel.ts:1771-1791: the revalidation throws "
+                 "workspace_identity_changed, then finalizeFailedRunStart (:3691-3714) writes a fallback terminal "
+                 "into the target run, which the store refuses (storage/src/sqlite-runtime-store.ts:2605-2608: "
+                 "'target sequence one is reserved for continuation-start'), and that error replaces the first",
+        why="upstream fails closed (no provider call), but with the wrong error: an operator or a supervising "
+            "process cannot tell a changed workspace from a broken store. The reference reports the revalidation "
+            "code and leaves the claim for startup repair.",
+        clauses=("MUTANT-GAP-CONT-002",),
+    ),
 )
 
 

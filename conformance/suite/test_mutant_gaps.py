@@ -101,23 +101,32 @@ def test_legacy_jsonl_torn_tail(maka: Any, tmp_path: Path) -> None:
         raise ClauseMismatch("projecting a legacy-only workspace created runtime.sqlite (spec 30 §10 item 33)")
 
 
-def _running_header(ws: str) -> dict[str, Any]:
-    return {"runId": "accepted-run", "sessionId": "accepted-session", "turnId": "accepted-turn",
+def _running_header(ws: str, session_id: str) -> dict[str, Any]:
+    return {"runId": "accepted-run", "sessionId": session_id, "turnId": "accepted-turn",
             "invocationId": "accepted-invocation", "status": "running", "backendKind": "fake",
             "llmConnectionSlug": "scripted", "modelId": "scripted-provider", "cwd": ws, "permissionMode": "bypass",
             "workspaceIdentity": "workspace:v1:" + str(uuid.uuid4()), "toolMode": "direct",
             "createdAt": 1_700_000_000_000, "updatedAt": 1_700_000_000_000}
 
 
-@clause("MUTANT-GAP-CRASH-002", spec="20 §4.6 case C; 20 §4.1", capability="runtime.repair", needs=("store",),
+@clause("MUTANT-GAP-CRASH-002", spec="20 §4.6 case C; 20 §4.1", capability="runtime.repair", needs=("store", "runtime.loop"),
         title="an accepted run killed before its first event is sealed failed by repair, never silently dropped")
 def test_accepted_run_without_events_is_sealed(maka: Any, tmp_path: Path) -> None:
     """Kills ``crash-before-first-event-drops-run``. A run whose header was committed
     (``running``) but which crashed before its first RuntimeEvent is an interrupted run:
     ``runtime.repair`` reports it and seals it (one terminal event, the header ``failed``),
-    exactly like a run interrupted later (spec 20 §4.6 case C)."""
+    exactly like a run interrupted later (spec 20 §4.6 case C).
+
+    Repair visits the runs *of a session* (spec 20 §4.4), so the accepted run belongs to a
+    session the implementation knows: a completed turn creates it first (upstream lists the
+    sessions of its session store, session-manager.ts:1437; a header in a session it never saw
+    is no run of any session)."""
     ws = workspace_dir(tmp_path)
-    header = _running_header(ws)
+    first = expect_ok(maka.call("runtime.run_turn", {"workspace": ws, "script": {
+        "userMessage": "say hello", "protocol": "t1_after_preflight_v1", "steps": [{"text": "hello"}]}},
+        timeout=RUN_TIMEOUT), "runtime.run_turn")
+    release(maka, ws)
+    header = _running_header(ws, str(first.get("sessionId")))
     reply = maka.call("store.create_run", {"workspace": ws, "header": header})
     if not reply.ok:
         pytest.skip(f"not applicable: store.create_run refused the reference header shape ({reply.code})")

@@ -97,9 +97,14 @@ def _check_terminal_consistent(run: Mapping[str, Any], where: str) -> Mapping[st
         if header.get("failureClass") != derived:
             raise ClauseMismatch(f"{where}: header failureClass {header.get('failureClass')!r} differs from the terminal "
                                  f"fact's {derived!r} (spec 20 §4.3)", evidence={"header": header, "terminal": terminal})
-    if "completedAt" in header and header["completedAt"] != terminal.get("ts"):
-        raise ClauseMismatch(f"{where}: header completedAt {header['completedAt']} is not the terminal event's ts "
-                             f"{terminal.get('ts')} (spec 20 §4.1 step 3)", evidence={"header": header})
+    # Spec 20 §4.1 step 3 sets ``completedAt = ts`` without saying whose ts: the reference takes
+    # the terminal event's, upstream's repair the time of the repair (session-manager.ts:5829,
+    # terminal-run-commit.ts:143). What holds either way: the end is not before its fact.
+    completed_at, terminal_ts = header.get("completedAt"), terminal.get("ts")
+    if "completedAt" in header and not (isinstance(completed_at, (int, float)) and not isinstance(completed_at, bool)
+                                        and isinstance(terminal_ts, (int, float)) and completed_at >= terminal_ts):
+        raise ClauseMismatch(f"{where}: header completedAt {completed_at!r} is before the terminal event's ts "
+                             f"{terminal_ts!r} (spec 20 §4.1 step 3)", evidence={"header": header})
     return terminal
 
 
@@ -310,3 +315,53 @@ def test_concurrent_resumes(maka: Any, tmp_path: Path) -> None:
         raise ClauseMismatch(f"{len(continued)} of two concurrent resumes continued; exactly one may",
                              evidence={"replies": [{"ok": r.ok, "result": r.result, "error": r.error} for r in replies.values()]})
     _check_continued(maka, workspace, crashed, continued[0].result, "concurrent resumes")
+
+
+# --------------------------------------------------------------------------- resume: the source's protocol
+
+T1_MARKER = {"toolBoundary": "t1_after_preflight_v1"}  # spec 10 §3
+
+
+@clause("RECOVERY-RESUME-012", spec="20 §3.12; 10 §3; 10 §6.2 step 1; 30 §6.5", capability="runtime.continuation",
+        needs=("runtime.repair", "faults", "runtime.loop", "store"),
+        title="a continuation of a T1 run starts with the T1 marker on its continuation-start and dispatches through "
+              "T1; a legacy run's continuation has neither")
+def test_continuation_keeps_the_source_protocol(maka: Any, tmp_path: Path) -> None:
+    """Spec 20 §3.12: a live continuation-start carries ``actions.runtimeProtocol`` iff the
+    executing runner declares the T1 protocol; spec 10 §6.2 step 1 reads a run as new-protocol
+    only from its first event's marker. Without it the continuation's tool calls lose T1
+    protection: a crash after a call but before its dispatch resolves ``indeterminate`` (legacy)
+    instead of ``definitely_not_dispatched``. Kills ``continuation-start-without-t1-marker``.
+
+    After a SIGKILL at P6 of a T1 run, repair and resume: the continuation runs the remaining
+    Append through T1 (a dispatch for every call, spec 30 §6.5), so its continuation-start must
+    carry the marker. After P6 of a legacy run, the continuation has neither marker nor
+    dispatch."""
+    for short in ("t1", "legacy"):
+        base = tmp_path / short
+        base.mkdir()
+        workspace, crashed = _crashed(maka, base, "P6", short)
+        _repair(maka, workspace)
+        where = f"resume after a kill at P6 ({PROTOCOLS[short]})"
+        result = expect_ok(_resume(maka, workspace), "runtime.resume")
+        projection = _check_continued(maka, workspace, crashed, result, where)
+        events = _continuations(projection, crashed["runId"])[0]["events"]
+        start = events[0]
+        marker = (start.get("actions") or {}).get("runtimeProtocol")
+        calls = [e["id"] for e in events if label(e) == "call"]
+        dispatches = [e["id"] for e in events if label(e) == "dispatch"]
+        if short == "t1":
+            if marker != T1_MARKER:
+                raise ClauseMismatch(
+                    f"{where}: the continuation-start of a T1 run does not carry actions.runtimeProtocol = {T1_MARKER} "
+                    "(spec 20 §3.12): the continuation's ledger reads as legacy, so its tool calls lose T1 protection "
+                    "(spec 10 §6.2 step 1: a call without dispatch would be indeterminate, not definitely_not_dispatched)",
+                    evidence={"start": start})
+            if not calls or len(dispatches) != len(calls):
+                raise ClauseMismatch(f"{where}: the continuation of a T1 run did not run its tool calls through T1 "
+                                     "(one dispatch per call, spec 30 §6.5)",
+                                     evidence={"labels": [label(e) for e in events]})
+        elif marker is not None or dispatches:
+            raise ClauseMismatch(f"{where}: the continuation of a legacy run carries the T1 marker or dispatch facts "
+                                 "(spec 20 §3.12: the marker iff the runner declares the T1 protocol)",
+                                 evidence={"start": start, "labels": [label(e) for e in events]})

@@ -6,9 +6,10 @@ failure. Oracles: the workspace files, the effect log ``.maka-effects.jsonl`` (p
 and the events read back with ``store.project`` (protocol §4.2.1; hence ``needs=("store",)``).
 
 Tool semantics checked here are the ones the protocol fixes (§4.3: the four tools, workspace
-confinement, one effect-log line before each real start) and spec 30 §6.5 (preflight → T1 →
-implementation → T2 → publish; preflight refusals never reach T1; thrown/failed tools are
-committed as error results, never a crash). Result *shapes* beyond "an error result is
+confinement — no path outside the workspace, none onto the runtime's own files — one effect-log
+line before each real start) and spec 30 §6.5 (preflight → T1 → implementation → T2 → publish;
+preflight refusals never reach T1; thrown/failed tools are committed as error results, never a
+crash). Result *shapes* beyond "an error result is
 ``isError``" and "Read returns the file's text" are not checked: they are the reference's
 choices (``docs/choices/runtime.md``), not the protocol's.
 """
@@ -356,12 +357,20 @@ def test_effect_log(maka: Any, tmp_path: Path) -> None:
         {"text": "logged"},
     ]
     real = {"w": "Write", "a": "Append", "e": "Edit"}
-    refused = ["unknown-tool", "not-object", "missing-arg", "extra-arg"]
+    # Spec 30 §6.5 lists schema violations among the preflight refusals that never reach T1; a
+    # call of a tool that does not exist is not on the list, so an implementation may refuse it
+    # before T1 or admit it and commit an error result through T2 (upstream routes it to its
+    # own ``invalid`` tool: packages/runtime/src/ai-sdk-backend.ts:2700). Either way it is an
+    # error result and nothing starts.
+    unknown = ["unknown-tool"]
+    refused = ["not-object", "missing-arg", "extra-arg"]
     for protocol in PROTOCOLS.values():
         workspace, result, run = _run(maka, tmp_path, "effects", protocol, steps)
         _expect_completed(result, run, protocol)
         for call_id in refused:
             _expect_error(run, call_id, protocol, "a preflight refusal")
+        for call_id in unknown:
+            _expect_error(run, call_id, protocol, "a call of an unknown tool")
         expect_equal("uno\ntwo\n", (Path(workspace) / "f.txt").read_text(encoding="utf-8"), what=f"[{protocol}] f.txt")
         if protocol != "legacy":
             _t1_shape(run, protocol, admitted=list(real), refused=refused)
@@ -370,7 +379,7 @@ def test_effect_log(maka: Any, tmp_path: Path) -> None:
         calls = _by_call_id(run["events"], "call")
         expected = {operation_id_of(calls[c]): (c, tool, canonical_args_hash(tool, calls[c]["content"]["args"]))
                     for c, tool in real.items()}
-        refused_ops = {operation_id_of(calls[c]) for c in refused}
+        refused_ops = {operation_id_of(calls[c]) for c in refused + unknown}
         by_op = {line["operationId"]: line for line in lines}
         for op, (call_id, tool, args_hash) in expected.items():
             line = by_op.get(op)
@@ -388,3 +397,147 @@ def test_effect_log(maka: Any, tmp_path: Path) -> None:
         expect_equal(len(expected), len(lines), what=f"[{protocol}] number of effect-log lines")
         if len({line["pid"] for line in lines}) != 1:
             raise ClauseMismatch(f"[{protocol}] one turn's starts carry different pids", evidence={"effectLog": lines})
+
+
+# --------------------------------------------------------------------------- the runtime's own files
+
+EFFECT_LOG = ".maka-effects.jsonl"  # protocol §4.3
+WORKSPACE_MARKER = ".maka-workspace.json"  # spec 20 §6.1
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+
+
+def _turn(maka: Any, workspace: str, protocol: str, steps: list[dict[str, Any]], message: str,
+          refused: Sequence[Mapping[str, Any]] = ()) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run one turn in an existing workspace and project its run. The calls in ``refused`` must
+    not report ``ok`` in the ``run_turn`` result; that is checked *before* the store is read, so
+    that a store a tool has clobbered is reported as the call that clobbered it, not as an
+    unreadable projection."""
+    script = {"userMessage": message, "protocol": protocol, "steps": steps}
+    result = dict(expect_ok(maka.call("runtime.run_turn", {"workspace": workspace, "script": script}, timeout=RUN_TIMEOUT),
+                            "runtime.run_turn"))
+    statuses = [c.get("status") for c in result.get("toolCalls") or []]
+    ran = [call for call, status in zip(refused, statuses) if status == "ok"]
+    if ran:
+        raise ClauseMismatch(f"[{protocol}] tool calls naming the runtime's own files succeeded: "
+                             f"{[(c['id'], c['name'], c['args']['path']) for c in ran]}",
+                             evidence={"toolCalls": result.get("toolCalls")})
+    try:
+        run = source_run(project(maka, workspace), result.get("runId"))
+    finally:
+        release(maka, workspace)
+    return result, run
+
+
+def _ledger_files(maka: Any, workspace: str) -> list[str]:
+    """``ledgerFiles`` of a read-only open (protocol §4.2): the files that hold durable facts."""
+    opened = expect_ok(maka.call("store.open", {"workspace": workspace, "readOnly": True}), "store.open")
+    release(maka, workspace)
+    files = opened.get("ledgerFiles")
+    if not isinstance(files, list) or not files or not all(isinstance(f, str) for f in files):
+        raise ClauseMismatch("store.open names no ledgerFiles for a workspace that holds a run",
+                             evidence={"result": dict(opened)})
+    return list(files)
+
+
+def _store_names(files: list[str]) -> list[str]:
+    """The store's files: ``ledgerFiles``, and for a SQLite store (spec 30 §1.1) SQLite's own
+    sidecar names too, present or not: a file a tool creates under such a name is read by SQLite
+    as a WAL or a hot journal at the next open."""
+    names = list(files)
+    if "runtime.sqlite" in files:
+        names += [n for n in ("runtime.sqlite-wal", "runtime.sqlite-shm", "runtime.sqlite-journal") if n not in names]
+    return names
+
+
+def _hostile_calls(files: list[str], marker: bool) -> list[dict[str, Any]]:
+    """One call per (tool, runtime file), directly and through the symlinks ``alias -> .``,
+    ``store-link -> <first ledger file>`` and ``marker-link -> .maka-workspace.json``."""
+    calls: list[dict[str, Any]] = []
+    for i, name in enumerate(_store_names(files)):
+        calls.append({"id": f"read-store-{i}", "name": "Read", "args": {"path": name}})
+        calls.append({"id": f"append-store-{i}", "name": "Append", "args": {"path": name, "content": "clobbered"}})
+        calls.append({"id": f"write-store-{i}", "name": "Write", "args": {"path": name, "content": "clobbered"}})
+    calls += [
+        {"id": "read-effects", "name": "Read", "args": {"path": EFFECT_LOG}},
+        {"id": "append-effects", "name": "Append", "args": {"path": EFFECT_LOG, "content": "{}\n"}},
+        {"id": "edit-effects", "name": "Edit", "args": {"path": "./" + EFFECT_LOG, "old": "operationId", "new": "x"}},
+        {"id": "write-effects", "name": "Write", "args": {"path": EFFECT_LOG, "content": ""}},
+        {"id": "alias-effects", "name": "Append", "args": {"path": "alias/" + EFFECT_LOG, "content": "{}\n"}},
+        {"id": "alias-store", "name": "Write", "args": {"path": "alias/" + files[0], "content": "clobbered"}},
+        {"id": "link-store", "name": "Append", "args": {"path": "store-link", "content": "clobbered"}},
+    ]
+    if marker:
+        calls += [
+            {"id": "read-marker", "name": "Read", "args": {"path": WORKSPACE_MARKER}},
+            {"id": "write-marker", "name": "Write", "args": {"path": WORKSPACE_MARKER, "content": "{}"}},
+            {"id": "edit-marker", "name": "Edit", "args": {"path": WORKSPACE_MARKER, "old": "{", "new": "["}},
+            {"id": "link-marker", "name": "Write", "args": {"path": "marker-link", "content": "{}"}},
+        ]
+    return calls
+
+
+@clause("RUNTIME-TOOLS-004", spec="protocol §4.3 (workspace confinement, effect log); 30 §1.1; 20 §6.1; 30 §6.5",
+        capability="runtime.loop", needs=("store",),
+        title="Read, Write, Edit and Append of the store's files, the effect log or the workspace marker (also "
+              "through a symlink) are error results and leave those files as they were")
+def test_runtime_files_are_not_tool_paths(maka: Any, tmp_path: Path) -> None:
+    """Confinement (protocol §4.3, adapter guide §6): a tool path must not name the store's files
+    or the effect log — a model that can rewrite the ledger, the workspace identity marker
+    (spec 20 §6.1) or the harness's "ran twice" oracle can forge any recovery decision. Kills
+    ``runtime-reserved-files-not-confined``.
+
+    A first turn seeds the workspace (store, marker, one effect-log line); ``ledgerFiles`` names
+    the store's files. A second turn calls Read / Append / Write on each of them (and on SQLite's
+    sidecar names for a SQLite store), Read / Append / Edit / Write on the effect log, on the
+    marker when it exists, and the same through symlinks inside the workspace. No call may
+    report ``ok``; each response is an error result; no result leaks the files' content; the
+    effect log and the marker are byte-identical (no line: nothing started), the database still
+    starts with its SQLite header and the symlinks are untouched. Both protocols."""
+    for protocol in PROTOCOLS.values():
+        base = tmp_path / f"own-files-{protocol}"
+        base.mkdir()
+        workspace = os.path.realpath(base / "ws")
+        os.mkdir(workspace)
+        seed = [{"toolCalls": [{"id": "seed", "name": "Write", "args": {"path": "seed.txt", "content": "seed\n"}}]},
+                {"text": "seeded"}]
+        _turn(maka, workspace, protocol, seed, "seed the workspace")
+        files = _ledger_files(maka, workspace)
+        marker = os.path.isfile(os.path.join(workspace, WORKSPACE_MARKER))
+        links = {"alias": ".", "store-link": files[0]}
+        if marker:
+            links["marker-link"] = WORKSPACE_MARKER
+        for link, target in links.items():
+            os.symlink(target, os.path.join(workspace, link))
+        log_before = Path(workspace, EFFECT_LOG).read_bytes()
+        marker_before = Path(workspace, WORKSPACE_MARKER).read_bytes() if marker else None
+        databases = [name for name in files if Path(workspace, name).read_bytes()[:16] == SQLITE_HEADER]
+        calls = _hostile_calls(files, marker)
+        steps = [{"toolCalls": [call]} for call in calls] + [{"text": "refused"}]
+        result, run = _turn(maka, workspace, protocol, steps, "touch the runtime's files", calls)
+        _expect_completed(result, run, protocol)
+        for call in calls:
+            _expect_error(run, call["id"], protocol, f"a tool call naming a runtime file {call['args']['path']!r}")
+        leaks = {"the effect log": log_before.decode("ascii").split("\n")[0]}
+        if marker_before is not None:
+            leaks["the workspace marker"] = marker_before.decode("utf-8", "replace").strip()
+        for name in databases:
+            leaks[name] = "SQLite format 3"
+        for call in calls:
+            text = "".join(_strings(_response(run, call["id"], protocol).get("result")))
+            for what, secret in leaks.items():
+                if secret and secret in text:
+                    raise ClauseMismatch(f"[{protocol}] {call['id']}: a refused call's result carries {what}'s content",
+                                         evidence={"call": call, "result": text[:2000]})
+        expect_equal(log_before, Path(workspace, EFFECT_LOG).read_bytes(),
+                     what=f"[{protocol}] the effect log after refused calls (no line, no change)")
+        if marker_before is not None:
+            expect_equal(marker_before, Path(workspace, WORKSPACE_MARKER).read_bytes(),
+                         what=f"[{protocol}] the workspace marker after refused calls")
+        for name in databases:
+            path = Path(workspace, name)
+            if not path.is_file() or path.read_bytes()[:16] != SQLITE_HEADER:
+                raise ClauseMismatch(f"[{protocol}] {name} is no longer a SQLite database after the refused calls")
+        for link, target in links.items():
+            path = os.path.join(workspace, link)
+            if not os.path.islink(path) or os.readlink(path) != target:
+                raise ClauseMismatch(f"[{protocol}] the symlink {link} -> {target} was replaced by a tool call")

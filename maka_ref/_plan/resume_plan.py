@@ -114,7 +114,7 @@ def _scan(
 
 def _hidden_by_last_event(events: tuple[Any, ...], event_ids: set[Any]) -> dict[Any, bool]:
     """For each id of ``event_ids``: is the *last* event carrying it hidden? (Upstream's
-    ``eventsById`` map, ``runtime-resume.ts:1385`` and ``:1408``, keeps the last event of an
+    ``eventsById`` map, ``runtime-resume.ts:1356`` and ``:1408``, keeps the last event of an
     id.) One backward pass, only over the ids asked for."""
     out: dict[Any, bool] = {}
     wanted = set(event_ids)

@@ -262,6 +262,13 @@ def _check_late_writer(ctx: Any, late: Mapping[str, Any], paused: Mapping[str, A
 # --------------------------------------------------------------------------- helpers
 
 
+#: Header fields a fenced late writer may still touch: spec 20 §4.1 tolerates a failed header
+#: commit after a live run "recorded as a trace-write failure", and §5.3 lists both fields as
+#: mutable. Upstream does exactly that (agent-run.ts:1790-1800) after its write is refused with
+#: ``run_sealed``; status, completedAt, failureClass and the events must not change.
+LATE_WRITER_NOTES = frozenset({"traceWriteError", "updatedAt"})
+
+
 def _strip(projection: Mapping[str, Any]) -> Any:
     return [dict(r) for r in projection.get("runs", ())]
 
@@ -286,8 +293,10 @@ def _diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
             out.append(f"run {rid}: event bodies changed")
         if o.get("header") != n.get("header"):
             keys = sorted(k for k in set(o.get("header") or {}) | set(n.get("header") or {})
-                          if (o.get("header") or {}).get(k) != (n.get("header") or {}).get(k))
-            out.append(f"run {rid} header changed ({', '.join(keys)})")
+                          if (o.get("header") or {}).get(k) != (n.get("header") or {}).get(k)
+                          and k not in LATE_WRITER_NOTES)
+            if keys:
+                out.append(f"run {rid} header changed ({', '.join(keys)})")
         for key in ("toolOperations", "toolJournalEvents"):
             if o.get(key) != n.get(key):
                 out.append(f"run {rid} {key} changed")
