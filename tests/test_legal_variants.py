@@ -52,6 +52,36 @@ def test_the_harness_certifies_the_reworded_variant(tmp_path: Path) -> None:
     assert {o for o in outcomes.values()} == {"passed"}, {c: o for c, o in outcomes.items() if o != "passed"}
 
 
+def test_the_harness_certifies_upstreams_choices(tmp_path: Path) -> None:
+    """An unknown tool admitted through T1 and answered by T2 (spec 30 §6.5 does not list it as
+    a preflight refusal), and a repaired header whose ``completedAt`` is after its terminal fact
+    (spec 20 §4.1 step 3 does not say whose ts): upstream's choices, which the harness used to
+    fail (RUNTIME-TOOLS-003, RECOVERY-REPAIR-004)."""
+    result = certify(variant_command("upstream-choices"), keyword="RUNTIME-TOOLS-003 or RECOVERY-REPAIR-004",
+                     workers=2, report_dir=tmp_path / "r")
+    assert result.harness_error is None
+    outcomes = {c.clause_id: c.outcome for r in result.reports for c in r.clauses}
+    assert outcomes == {"RUNTIME-TOOLS-003": "passed", "RECOVERY-REPAIR-004": "passed"}, outcomes
+
+
+def test_upstream_choices_really_differ(tmp_path: Path) -> None:
+    from crashlab import ProtocolClient
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = {"userMessage": "go", "protocol": "t1_after_preflight_v1",
+              "steps": [{"toolCalls": [{"id": "u", "name": "Frobnicate", "args": {"path": "x"}}]}, {"text": "done"}]}
+    with ProtocolClient.start(variant_command("upstream-choices").split()) as client:
+        turn = client.call("runtime.run_turn", {"workspace": str(ws), "script": script}).result
+        (call,) = turn["toolCalls"]
+        assert (call["toolName"], call["status"], call["boundary"], call["implementationStarted"]) == (
+            "Frobnicate", "error", "t1_t2", False)
+        run = client.call("store.project", {"workspace": str(ws)}).result["runs"][0]
+    dispatched = [e for e in run["events"] if "toolDispatch" in (e.get("actions") or {})]
+    assert len(dispatched) == 1  # admitted through T1
+    assert not (ws / ".maka-effects.jsonl").exists() or (ws / ".maka-effects.jsonl").read_text() == ""
+
+
 def test_plan_form_keeps_codes_and_drops_wording() -> None:
     plan = {"disposition": "blocked", "diagnostics": [{"code": "pending_tool_result", "message": "words", "eventId": "c"}],
             "directive": "Do not retry. Use read-only tools."}
@@ -98,4 +128,4 @@ def test_selftest_reports_a_false_alarm(tmp_path: Path, monkeypatch: pytest.Monk
     data = result.to_json()
     assert data["falseAlarms"] == {"reworded": ["LEDGER-EQUIV-002"]}
     assert "| `reworded` |" in result.render_markdown() and "`LEDGER-EQUIV-002`" in result.render_markdown()
-    assert [v["name"] for v in list_variants()] == ["reworded"]
+    assert [v["name"] for v in list_variants()] == ["reworded", "upstream-choices"]

@@ -121,3 +121,57 @@ def apply_reworded() -> None:
         return _reworded(op, original(self, op, params))
 
     Dispatcher.handle = handle  # type: ignore[method-assign]
+
+
+@variant("upstream-choices", spec="30 §6.5; 20 §4.1 step 3",
+         keyword="RUNTIME-TOOLS or RECOVERY-REPAIR or RUNTIME-CRASH or CRASH-P9 or CRASH-P10")
+def apply_upstream_choices() -> None:
+    """Two choices the spec leaves open, made as upstream makes them: a call of a tool that does
+    not exist is admitted through T1 and answered with an error through T2 (instead of refused
+    before T1), and a header's ``completedAt`` is a moment after its terminal event's ``ts``.
+
+    Spec 30 §6.5 lists the preflight refusals that never reach T1 (schema violations, loop
+    gates, deferred tools…); an unknown tool is not among them, and upstream routes it to its own
+    ``invalid`` tool through T1/T2 (packages/runtime/src/ai-sdk-backend.ts:2700). Spec 20 §4.1
+    step 3 sets ``completedAt = ts`` without saying whose ts; upstream's repair uses the time of
+    the repair (session-manager.ts:5829). Neither starts anything or loses a fact.
+    """
+    from maka_ref._repair import terminal
+    from maka_ref._runtime import tool_runtime
+    from maka_ref._runtime.tools import ToolError
+
+    class _UnknownTool:
+        """Upstream's ``invalid`` tool: admitted, runs nothing, answers an error."""
+
+        recovery_mode = "never_auto_retry"
+
+        def preflight(self, root: Any, args: Any) -> None:
+            return None
+
+    original_preflight = tool_runtime.ToolRuntime._preflight
+    original_run = tool_runtime.ToolRuntime._run_implementation
+
+    def preflight(self: Any, call: Any) -> Any:
+        if isinstance(call.args, dict) and call.name not in self.tools:
+            return _UnknownTool(), None, tool_runtime.canonical_args_hash(call.name, call.args)
+        return original_preflight(self, call)
+
+    def run_implementation(self: Any, tool: Any, call: Any, operation_id: str, args_hash: str) -> Any:
+        if isinstance(tool, _UnknownTool):  # nothing starts: no effect-log line
+            error = ToolError(f"Tool {call.name} is not available", code="tool_not_available")
+            return {"code": error.code, "message": error.message}, True, False
+        return original_run(self, tool, call, operation_id, args_hash)
+
+    tool_runtime.ToolRuntime._preflight = preflight  # type: ignore[method-assign]
+    tool_runtime.ToolRuntime._run_implementation = run_implementation  # type: ignore[method-assign]
+
+    original_patch = terminal.header_patch
+
+    def header_patch(event: Any, status: str, **kw: Any) -> dict[str, Any]:
+        patch = original_patch(event, status, **kw)
+        patch["completedAt"] = patch["updatedAt"] = event["ts"] + 7  # a later moment than the fact
+        return patch
+
+    from maka_ref.adapter._mutants._patch import replace
+
+    replace("maka_ref._repair.terminal", "header_patch", header_patch)
