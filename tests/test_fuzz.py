@@ -393,3 +393,16 @@ def test_each_bucket_is_shrunk_on_its_own_to_its_minimal_example() -> None:
     assert buckets["big"].path == "$.values[*]"
     assert buckets["big"].result.input == {"values": [101]}
     assert buckets["long"].result.input == {"values": [0, 0, 0, 0, 0, 0]}
+
+
+def test_a_store_without_a_scoped_rebuild_is_no_disagreement(tmp_path: Path) -> None:
+    """Protocol §4.2: a store that rebuilds its projections only as a whole answers a
+    session-scoped ``store.rebuild_projections`` with ``rebuild_scope_unsupported`` (upstream's
+    public API has no session argument); the schedule search skips that step instead of
+    reporting it (the legal variant ``upstream-choices`` makes that choice)."""
+    out = io.StringIO()
+    code = run(["fuzz", "--impl", f"{REFERENCE} --variant upstream-choices", "--only", "schedule", "--schedules", "12",
+                "--seed", "11", "--report-dir", str(tmp_path)], stdout=out, stderr=out)
+    assert code == 0, out.getvalue()
+    summary = json.loads((tmp_path / "fuzz.json").read_text(encoding="utf-8"))
+    assert summary["buckets"] == [] and summary["requests"].get("store.rebuild_projections", 0) > 0

@@ -554,7 +554,7 @@ export class StoreSession {
     if (sessionId !== undefined) {
       // SqliteRuntimeStore.rebuildToolProjectionsFromRuntimeEvents() takes no session; the
       // session-scoped rebuild is private to upstream (used only by conversation copy).
-      throw new OpError("internal_error",
+      throw new OpError("rebuild_scope_unsupported",
         "upstream offers no public session-scoped rebuild: rebuildToolProjectionsFromRuntimeEvents() takes no sessionId");
     }
     const { store } = await this.writer(workspace);

@@ -123,18 +123,21 @@ def apply_reworded() -> None:
     Dispatcher.handle = handle  # type: ignore[method-assign]
 
 
-@variant("upstream-choices", spec="30 §6.5; 20 §4.1 step 3",
+@variant("upstream-choices", spec="30 §6.5; 20 §4.1 step 3; 30 §3.2",
          keyword="RUNTIME-TOOLS or RECOVERY-REPAIR or RUNTIME-CRASH or CRASH-P9 or CRASH-P10")
 def apply_upstream_choices() -> None:
-    """Two choices the spec leaves open, made as upstream makes them: a call of a tool that does
-    not exist is admitted through T1 and answered with an error through T2 (instead of refused
-    before T1), and a header's ``completedAt`` is a moment after its terminal event's ``ts``.
+    """Three choices the spec leaves open, made as upstream makes them: a call of a tool that
+    does not exist is admitted through T1 and answered with an error through T2 (instead of
+    refused before T1), a header's ``completedAt`` is a moment after its terminal event's
+    ``ts``, and projections are rebuilt only as a whole (``rebuild_scope_unsupported``).
 
     Spec 30 §6.5 lists the preflight refusals that never reach T1 (schema violations, loop
     gates, deferred tools…); an unknown tool is not among them, and upstream routes it to its own
     ``invalid`` tool through T1/T2 (packages/runtime/src/ai-sdk-backend.ts:2700). Spec 20 §4.1
     step 3 sets ``completedAt = ts`` without saying whose ts; upstream's repair uses the time of
-    the repair (session-manager.ts:5829). Neither starts anything or loses a fact.
+    the repair (session-manager.ts:5829). Spec 30 §3.2's per-session rebuild is internal to
+    upstream's conversation copy; its public rebuild takes no session. None of these starts
+    anything or loses a fact.
     """
     from maka_ref._repair import terminal
     from maka_ref._runtime import tool_runtime
@@ -175,3 +178,15 @@ def apply_upstream_choices() -> None:
     from maka_ref.adapter._mutants._patch import replace
 
     replace("maka_ref._repair.terminal", "header_patch", header_patch)
+
+    from maka_ref.adapter._errors import OpError
+    from maka_ref.adapter._store_ops import StoreSession
+
+    original_rebuild = StoreSession.rebuild_projections
+
+    def rebuild_projections(self: Any, params: Any) -> dict[str, Any]:
+        if isinstance(params, Mapping) and params.get("sessionId") is not None:
+            raise OpError("rebuild_scope_unsupported", "this store rebuilds its projections only as a whole")
+        return original_rebuild(self, params)
+
+    StoreSession.rebuild_projections = rebuild_projections  # type: ignore[method-assign]
