@@ -46,9 +46,11 @@ __all__ = [
     "AnchorCase",
     "AnchorFile",
     "EVENTS_MARK",
+    "anchor_headers",
     "answer_form",
     "check_anchor_case",
     "iter_anchor_cases",
+    "load_anchor_file",
     "load_anchor_files",
     "requests_of",
 ]
@@ -84,13 +86,24 @@ def _parse(text: str) -> Any:
     return parse_json_text(text)
 
 
+def _check_header(name: str, header: Any) -> dict[str, Any]:
+    if not isinstance(header, dict) or header.get("kind") != HEADER_KIND or header.get("version") != FORMAT_VERSION:
+        raise ValueError(f"{name}: not a version-{FORMAT_VERSION} anchor file")
+    return header
+
+
+def _names() -> list[str]:
+    directory = resources.files("conformance").joinpath("vectors", ANCHOR_DIR)
+    if not directory.is_dir():
+        return []
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".jsonl.gz"))
+
+
 def _read(name: str) -> AnchorFile:
     directory = resources.files("conformance").joinpath("vectors", ANCHOR_DIR)
     with directory.joinpath(name).open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as handle:
         lines = handle.read().splitlines()
-    header = _parse(lines[0])
-    if header.get("kind") != HEADER_KIND or header.get("version") != FORMAT_VERSION:
-        raise ValueError(f"{name}: not a version-{FORMAT_VERSION} anchor file")
+    header = _check_header(name, _parse(lines[0]))
     family = header["family"]
     cases = []
     for line in lines[1:]:
@@ -105,11 +118,30 @@ def _read(name: str) -> AnchorFile:
 def load_anchor_files() -> tuple[AnchorFile, ...]:
     """Every anchor file shipped with the package, in name order (read once per process;
     treat the cases as read-only)."""
+    return tuple(_read(name) for name in _names())
+
+
+@functools.lru_cache(maxsize=1)
+def anchor_headers() -> tuple[dict[str, Any], ...]:
+    """The header of every anchor file, in name order, reading only each file's first line.
+
+    Why: collecting the ``LEDGER-ANCHOR-*`` clauses needs only the families and case counts;
+    decompressing and parsing all cases (≈1.5 s) in every collecting process — the CLI and
+    each worker — would add that to every certification, even one ``-k`` selects away."""
     directory = resources.files("conformance").joinpath("vectors", ANCHOR_DIR)
-    if not directory.is_dir():
-        return ()
-    names = sorted(p.name for p in directory.iterdir() if p.name.endswith(".jsonl.gz"))
-    return tuple(_read(name) for name in names)
+    headers = []
+    for name in _names():
+        with directory.joinpath(name).open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as handle:
+            headers.append(_check_header(name, _parse(handle.readline())))
+    return tuple(headers)
+
+
+def load_anchor_file(family: str) -> AnchorFile:
+    """The anchor file of one family (all files are read once, on first use)."""
+    for anchor_file in load_anchor_files():
+        if anchor_file.family == family:
+            return anchor_file
+    raise KeyError(family)
 
 
 def iter_anchor_cases(family: str | None = None) -> Iterator[AnchorCase]:

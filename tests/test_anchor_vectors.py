@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conformance.anchors import EVENTS_MARK, check_anchor_case, iter_anchor_cases, load_anchor_files, requests_of
+from conformance.anchors import EVENTS_MARK, anchor_headers, check_anchor_case, iter_anchor_cases, load_anchor_files, requests_of
 from maka_ref.adapter._dispatch import Dispatcher
 
 UPSTREAM_COMMIT = "f19eede03a829c226be39f001b2684860a3aa1d5"
@@ -40,6 +40,8 @@ def test_the_anchor_files_are_upstreams() -> None:
         upstream = f.header["upstream"]
         assert upstream["name"] == "maka-agent" and upstream["commit"] == UPSTREAM_COMMIT, upstream
         assert f.header["cases"] == len(f.cases)
+    # collection reads the headers alone: they must be the very headers of the full read
+    assert list(anchor_headers()) == [f.header for f in load_anchor_files()]
     # every edge family of the generator is represented
     from maka_ref.testing._strategies.edges import EDGE_FAMILIES
 
