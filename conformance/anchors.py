@@ -47,6 +47,7 @@ __all__ = [
     "AnchorFile",
     "EVENTS_MARK",
     "anchor_headers",
+    "ask",
     "answer_form",
     "check_anchor_case",
     "iter_anchor_cases",
@@ -183,6 +184,45 @@ def requests_of(events: Sequence[Any], *, prefix_digest: bool | None = None) -> 
     if prefix_digest if prefix_digest is not None else (events and _single_run(events)):
         out.append(("ledger.prefix_digest", {"events": list(events)}, None))
     return out
+
+
+#: Requests per ``batch`` line (protocol §4.5).
+BATCH = 256
+
+
+def ask(client: Any, requests: Sequence[tuple[str, dict[str, Any], Any]]) -> list[dict[str, Any]]:
+    """Every request's response envelope (``{"ok", "result"|"error"}``), in order.
+
+    ``client`` is anything with ``call(op, params)`` answering a reply with ``ok``, ``result``
+    and ``error`` (the suite's implementation session, a crash-lab client). Identical requests
+    are sent once: an anchor ledger's events recur across its operations and across cases, and
+    every pure operation's answer depends on its params alone. Requests go as ``batch`` lines
+    when the implementation offers ``batch`` (optional, protocol §4.5), else one by one."""
+    unique: dict[str, int] = {}
+    distinct: list[tuple[str, dict[str, Any]]] = []
+    slots = []
+    for op, params, _ in requests:
+        key = json.dumps([op, params], ensure_ascii=True, sort_keys=True)
+        if key not in unique:
+            unique[key] = len(distinct)
+            distinct.append((op, params))
+        slots.append(unique[key])
+    answers: list[dict[str, Any]] = []
+    batching = True
+    for start in range(0, len(distinct), BATCH):
+        chunk = distinct[start:start + BATCH]
+        if batching:
+            reply = client.call("batch", {"requests": [{"op": op, "params": params} for op, params in chunk]})
+            responses = (reply.result or {}).get("responses") if reply.ok else None
+            if isinstance(responses, list) and len(responses) == len(chunk):
+                answers.extend(r if isinstance(r, dict) else {"ok": False, "error": {"code": "not_an_object"}}
+                               for r in responses)
+                continue
+            batching = False  # unknown_op (batch is optional): these requests and the rest one by one
+        for op, params in chunk:
+            reply = client.call(op, params)
+            answers.append({"ok": True, "result": reply.result} if reply.ok else {"ok": False, "error": dict(reply.error or {})})
+    return [answers[slot] for slot in slots]
 
 
 def _replay_indexes(events: Sequence[Any], replay: Any) -> Any:

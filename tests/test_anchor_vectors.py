@@ -72,3 +72,37 @@ def test_a_difference_is_found_and_located() -> None:
     diffs = check_anchor_case(type(case)(case.family, case.id, case.tags, case.events, altered), answered)
     assert [(d["op"], d["path"]) for d in diffs] == [("ledger.plan", "$.runtimeEvents"),
                                                      ("ledger.resolve", "$.decisions[0].status")]
+
+
+class _Reply:
+    def __init__(self, ok: bool, result: Any = None, error: Any = None) -> None:
+        self.ok, self.result, self.error = ok, result, error
+
+
+class _Client:
+    """Answers ``echo`` with its params; knows ``batch`` only when told to; records every call."""
+
+    def __init__(self, batching: bool) -> None:
+        self.batching, self.calls = batching, []
+
+    def call(self, op: str, params: Any) -> _Reply:
+        self.calls.append(op)
+        if op == "batch":
+            if not self.batching:
+                return _Reply(False, error={"code": "unknown_op", "message": "no batch"})
+            return _Reply(True, {"responses": [{"ok": True, "result": r["params"]} for r in params["requests"]]})
+        return _Reply(True, params)
+
+
+@pytest.mark.parametrize("batching", [True, False])
+def test_ask_sends_each_distinct_request_once_batched_or_not(batching: bool) -> None:
+    from conformance.anchors import BATCH, ask
+
+    requests = [("echo", {"n": i % 300}, None) for i in range(900)]  # 300 distinct, each three times
+    client = _Client(batching)
+    answers = ask(client, requests)
+    assert [a["result"]["n"] for a in answers] == [i % 300 for i in range(900)]
+    if batching:
+        assert client.calls == ["batch"] * -(-300 // BATCH)
+    else:  # one refused batch, then every distinct request alone
+        assert client.calls == ["batch"] + ["echo"] * 300

@@ -24,16 +24,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
-from conformance.anchors import FORMAT_VERSION, HEADER_KIND, expectation, requests_of
+from conformance.anchors import FORMAT_VERSION, HEADER_KIND, ask, expectation, requests_of
 
 __all__ = ["FAMILIES", "RecordResult", "draw_cases", "record_anchors"]
 
 #: Family → cases recorded by default (``vectors``: every vector ledger; its count is ignored).
 FAMILIES: dict[str, int] = {"vectors": 0, "healthy": 1000, "truncated": 700, "corrupt": 1000, "edge": 2500}
-
-#: Requests per ``batch`` line (protocol §4.5).
-BATCH = 200
-
 
 def _hypothesis_examples(strategy: Any, n: int, seed: int) -> list[Any]:
     """``n`` examples of ``strategy`` drawn with ``seed`` (generation only: no shrinking, no database)."""
@@ -137,17 +133,6 @@ def _handshake_facts(client: Any) -> dict[str, Any]:
     return impl
 
 
-def _ask(client: Any, requests: list[tuple[str, dict[str, Any], Any]]) -> list[dict[str, Any]]:
-    answers: list[dict[str, Any]] = []
-    for start in range(0, len(requests), BATCH):
-        chunk = requests[start:start + BATCH]
-        reply = client.call("batch", {"requests": [{"op": op, "params": params} for op, params, _ in chunk]})
-        if not reply.ok:
-            raise RuntimeError(f"the implementation refused batch: {reply.error}; anchors need protocol §4.5 batch")
-        answers.extend(reply.result["responses"])
-    return answers
-
-
 def record_anchors(impl: str, out_dir: str, *, counts: dict[str, int] | None = None, seed: int = 20261202,
                    out: TextIO | None = None, progress: Callable[[str], None] | None = None) -> RecordResult:
     """Record every family of ``counts`` (default :data:`FAMILIES`) from the implementation
@@ -170,7 +155,7 @@ def record_anchors(impl: str, out_dir: str, *, counts: dict[str, int] | None = N
             print(f"{family}: {len(cases)} ledgers drawn; asking {implementation.get('name')} …", file=out, flush=True)
             requests = [requests_of(events) for _, _, events in cases]
             flat = [r for rs in requests for r in rs]
-            answers = iter(_ask(client, flat))
+            answers = iter(ask(client, flat))
             lines = []
             for (case_id, tags, events), case_requests in zip(cases, requests):
                 answered = [(request, next(answers)) for request in case_requests]

@@ -14,18 +14,15 @@ differing JSON path and the ledger.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from conformance.anchors import anchor_headers, check_anchor_case, load_anchor_file, requests_of
+from conformance.anchors import anchor_headers, ask, check_anchor_case, load_anchor_file, requests_of
 from conformance.clauses import ClauseMismatch, clause
 
 #: Cases per clause: small enough for a certification's workers to share the families.
 CHUNK = 500
-#: Requests per ``batch`` line (protocol §4.5); one at a time when ``batch`` is not offered.
-BATCH = 256
 #: Differences shown in a failure message (all of them go into the evidence, up to this many).
 SHOWN = 5
 
@@ -46,43 +43,6 @@ def _chunks() -> list[Any]:
     return params
 
 
-def _ask(maka: Any, requests: list[tuple[str, dict[str, Any], Any]]) -> list[dict[str, Any]]:
-    """Every request's response envelope (``{"ok", "result"|"error"}``), batched when offered.
-
-    Identical requests are sent once (the anchor ledgers share many events: an event's
-    encoding, like every pure operation's answer, depends on its params alone)."""
-    unique: dict[str, int] = {}
-    distinct: list[tuple[str, dict[str, Any], Any]] = []
-    slots = []
-    for request in requests:
-        key = json.dumps([request[0], request[1]], ensure_ascii=True, sort_keys=True)
-        if key not in unique:
-            unique[key] = len(distinct)
-            distinct.append(request)
-        slots.append(unique[key])
-    answers = _ask_distinct(maka, distinct)
-    return [answers[slot] for slot in slots]
-
-
-def _ask_distinct(maka: Any, requests: list[tuple[str, dict[str, Any], Any]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    batching = True
-    for start in range(0, len(requests), BATCH):
-        chunk = requests[start:start + BATCH]
-        if batching:
-            reply = maka.call("batch", {"requests": [{"op": op, "params": p} for op, p, _ in chunk]})
-            responses = (reply.result or {}).get("responses") if reply.ok else None
-            if isinstance(responses, list) and len(responses) == len(chunk):
-                out.extend(r if isinstance(r, dict) else {"ok": False, "error": {"code": "not_an_object"}}
-                           for r in responses)
-                continue
-            batching = False  # unknown_op (batch is optional): the same requests one by one
-        for op, params, _ in chunk:
-            reply = maka.call(op, params)
-            out.append({"ok": True, "result": reply.result} if reply.ok else {"ok": False, "error": dict(reply.error or {})})
-    return out
-
-
 @pytest.mark.parametrize("family,start", _chunks())
 def test_agrees_with_upstream(maka: Any, family: str, start: int) -> None:
     """Spec 10 §2 (encode, args hash), §4.3 (scan), §6 (resolution); spec 20 §1 (plan, wording
@@ -91,7 +51,7 @@ def test_agrees_with_upstream(maka: Any, family: str, start: int) -> None:
     anchor_file = load_anchor_file(family)
     cases = anchor_file.cases[start:start + CHUNK]
     plans = [requests_of(case.events) for case in cases]
-    answers = iter(_ask(maka, [r for rs in plans for r in rs]))
+    answers = iter(ask(maka, [r for rs in plans for r in rs]))
     failures = []
     for case, requests in zip(cases, plans):
         answered = [(request, next(answers)) for request in requests]
