@@ -10,13 +10,14 @@ stdout and one line on stderr.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from typing import Any, NoReturn, Sequence, TextIO
 
 from maka_ref._cli.ledger_input import InputError, load_ledger, parse_ledger_lines, read_ledger_text
 from maka_ref._codec.argshash import canonical_args_hash
-from maka_ref._codec.jsontext import compact_json, parse_json
+from maka_ref._codec.jsontext import compact_json, parse_json, write_with_infinities
 from maka_ref._errors import ArgsHashError, InvalidJSONTextError, MakaRefError
 from maka_ref._events.encode import encode_runtime_event
 from maka_ref._ledger.resolver import resolve_recovery
@@ -81,9 +82,23 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+class OutputError(Exception):
+    """The result document could not be written (``ENOSPC``, ``EBADF``, ``EIO``…)."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(cause.strerror or str(cause))
+        self.cause = cause
+
+
 def _emit(document: Any, out: TextIO) -> None:
-    out.write(compact_json(document, negative_zero="zero"))
-    out.write("\n")
+    """Write one result document (±infinity from a ``1e400`` in the input as ``±1e400``)."""
+    text = write_with_infinities(lambda value: compact_json(value, negative_zero="zero"), document)
+    try:
+        out.write(text + "\n")
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(exc) from exc
 
 
 def _cmd_resolve(args: argparse.Namespace, out: TextIO) -> int:
@@ -205,6 +220,24 @@ def run(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stde
         _emit(exc.to_json(), out)
         err.write(f"maka-ref: error: {exc.code}: {exc.message}\n")
         return EXIT_INPUT_ERROR
+    except (OutputError, BrokenPipeError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a bug: still one JSON error, never a traceback
+        return _internal_error(exc, out, err)
+
+
+def _internal_error(exc: Exception, out: TextIO, err: TextIO) -> int:
+    """``internal_error``: an exception no command maps is a bug of ours, reported like any
+    other error (one JSON document, one stderr line, exit 2). ``MAKA_REF_TRACEBACK=1`` adds
+    the traceback on stderr for whoever debugs it."""
+    message = " ".join(f"{type(exc).__name__}: {exc}".splitlines())
+    _emit({"error": {"code": "internal_error", "message": message}}, out)
+    err.write(f"maka-ref: error: internal_error: {message}\n")
+    if os.environ.get("MAKA_REF_TRACEBACK") == "1":
+        import traceback
+
+        traceback.print_exception(exc, file=err)
+    return EXIT_INPUT_ERROR
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
@@ -214,9 +247,37 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     quietly instead of printing a traceback.
     """
     try:
+        if sys.stdout is None:  # started with fd 1 closed: nowhere to put the result
+            raise OutputError(OSError(errno.EBADF, "standard output is closed"))
         code = run(argv)
-        sys.stdout.flush()
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc) from exc
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = EXIT_OK
+    except OutputError as exc:  # ENOSPC (/dev/full), EBADF, EIO: the result was not delivered
+        code = _output_unwritable(exc.cause)
     sys.exit(code)
+
+
+def _output_unwritable(exc: OSError) -> int:
+    """Exit 2 with one line on stderr (when stderr can take it): a result that cannot be
+    written is not a success. What the command did stays done — ``run``, ``repair`` and
+    ``resume`` committed to the store before printing, and ``inspect`` reads the same answer
+    again — so only the printing failed."""
+    if sys.stdout is not None:  # drop what is buffered so that exit does not retry the write
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(f"maka-ref: error: output_unwritable: standard output: {exc.strerror or exc}\n")
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # nothing left to tell; exit quietly
+    return EXIT_INPUT_ERROR

@@ -356,6 +356,36 @@ def _serialize(value: Any, sort: bool, negative_zero: NegativeZero) -> str:
     return _finish("".join(out))
 
 
+_INF_MARK = "\x00maka-inf\x00"
+_NEG_INF_MARK = "\x00maka-neg-inf\x00"
+
+
+def _marked_infinities(value: Any) -> Any:
+    if isinstance(value, float) and math.isinf(value):
+        return _INF_MARK if value > 0 else _NEG_INF_MARK
+    if isinstance(value, Mapping):
+        return {k: _marked_infinities(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_marked_infinities(v) for v in value]
+    return value
+
+
+def write_with_infinities(write: Callable[[Any], str], value: Any) -> str:
+    """``write(value)``, with ±infinity written as ``±1e400``.
+
+    Why: a ledger may hold ``1e400``, which a double parser — JavaScript's, and ours (§2.4) —
+    reads as +infinity, so answers about it (a plan's operation args) hold infinity too. JSON
+    has no other spelling for it, and ``1e400`` reads back as the same value, so a writer of
+    *answers* (the adapter's lines, the CLI's documents — never the canonical form, which
+    refuses it) uses that spelling instead of failing. ``write`` is tried as is first; the
+    marked copy is built only when it refuses."""
+    try:
+        return write(value)
+    except (ValueError, NotStrictJSONError):  # json.dumps: ValueError; our writers: NotStrictJSONError
+        text = write(_marked_infinities(value))
+    return text.replace(write(_INF_MARK), "1e400").replace(write(_NEG_INF_MARK), "-1e400")
+
+
 def stable_json(value: Any, *, negative_zero: NegativeZero = "reject") -> str:
     """Canonical compact JSON text of spec 10 §2.3 (the persisted, hashed, compared form).
 

@@ -11,11 +11,11 @@ surrogates cannot be encoded as UTF-8) and leaves every other character unescape
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any
 
 from maka_ref import parse_json
+from maka_ref._codec.jsontext import write_with_infinities
 
 __all__ = ["decode_line", "encode_message"]
 
@@ -25,21 +25,6 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def decode_line(line: bytes) -> Any:
     """The JSON value of one request line (``InvalidJSONTextError`` / ``UnicodeDecodeError``)."""
     return parse_json(line.decode("utf-8").rstrip("\r\n"))
-
-
-def _without_infinities(value: Any) -> Any:
-    """A copy with ±inf replaced by a marker string that :func:`encode_message` rewrites."""
-    if isinstance(value, float) and math.isinf(value):
-        return _INF_MARK if value > 0 else _NEG_INF_MARK
-    if isinstance(value, dict):
-        return {k: _without_infinities(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_without_infinities(v) for v in value]
-    return value
-
-
-_INF_MARK = "\x00maka-adapter-inf\x00"
-_NEG_INF_MARK = "\x00maka-adapter-neg-inf\x00"
 
 
 def _dumps(value: Any) -> str:
@@ -56,9 +41,5 @@ def _escape_lone_surrogates(text: str) -> str:
 
 def encode_message(message: Any) -> bytes:
     """One protocol line (UTF-8, ``\\n``-terminated) for ``message``."""
-    try:
-        text = _dumps(message)
-    except ValueError:  # ±inf (NaN never comes out of a JSON parse)
-        text = _dumps(_without_infinities(message))
-        text = text.replace(_dumps(_INF_MARK), "1e400").replace(_dumps(_NEG_INF_MARK), "-1e400")
+    text = write_with_infinities(_dumps, message)  # NaN never comes out of a JSON parse
     return (_escape_lone_surrogates(text) + "\n").encode("utf-8")
