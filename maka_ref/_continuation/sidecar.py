@@ -35,7 +35,9 @@ def write_script_sidecar(root: str | os.PathLike[str], run_id: str, script: Any)
     path = script_sidecar_path(root, run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    data = json.dumps(loaded.to_json(), ensure_ascii=False, sort_keys=True).encode("utf-8")
+    # ASCII escapes: a lone surrogate in the script's text (valid JSON, not encodable as UTF-8)
+    # is stored as \udXXX and reads back as the same string.
+    data = json.dumps(loaded.to_json(), ensure_ascii=True, sort_keys=True).encode("ascii")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.write(fd, data)

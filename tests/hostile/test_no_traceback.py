@@ -106,3 +106,21 @@ def test_an_unmapped_exception_is_internal_error_not_a_traceback(monkeypatch: py
     err = io.StringIO()
     assert cli.run(["resolve", "-"], stdout=io.StringIO(), stderr=err) == 2
     assert "Traceback" in err.getvalue() and "planted" in err.getvalue()
+
+
+def test_a_lone_surrogate_in_a_script_runs_and_its_sidecar_reads_back(tmp_path: Path) -> None:
+    """A script is JSON, and ``"\\ud800"`` is valid JSON text whose string cannot be encoded as
+    UTF-8. The run stores it like any text (the canonical codec escapes it, spec 10 §2.3); the
+    script sidecar that a later ``resume`` replays must keep it too (it used to raise
+    ``UnicodeEncodeError`` before the run started)."""
+    from maka_ref._continuation.sidecar import read_script_sidecar
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = tmp_path / "s.json"
+    script.write_text('{"userMessage": "hi \\ud800 there", "protocol": "t1_after_preflight_v1", '
+                      '"steps": [{"text": "ok"}]}')
+    done = _maka_ref("run", "--workspace", str(workspace), "--script", str(script))
+    assert "Traceback" not in done.stderr and done.returncode == 0, (done.stdout, done.stderr)
+    run_id = json.loads(done.stdout)["runId"]
+    assert read_script_sidecar(workspace, run_id).to_json()["userMessage"] == "hi \ud800 there"
