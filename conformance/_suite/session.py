@@ -37,6 +37,26 @@ class ImplementationUnavailable(Exception):
         self.stderr_tail = stderr_tail
 
 
+def shutdown_problem(report: Any) -> str | None:
+    """What was wrong with how a session ended (protocol §1.2, §1.7), or ``None``.
+
+    Why every close is judged: the protocol says the implementation MUST exit with status 0
+    within 5 s of end-of-file on stdin and leave no process behind. A session that needed
+    SIGTERM or SIGKILL (``shutdown_timeout``), exited with another status (``exited``) or
+    left a process running (``survivors``) fails the clause that closed it. A session the
+    clause killed on purpose (``report.killed``) is judged only on survivors.
+    """
+    verdict = report.verdict
+    if verdict == "survivors":
+        return f"survivors: processes of the implementation outlived it (killed): {list(report.survivors)}"
+    if verdict == "shutdown_timeout":
+        return (f"shutdown_timeout: the implementation did not exit within 5 s of end-of-file on stdin "
+                f"(needed {report.escalated.upper() if report.escalated else 'a signal'}; exit status {report.exit_status})")
+    if verdict == "exited":
+        return f"exited: the implementation exited with status {report.exit_status} at end of session (protocol §1.7 wants 0)"
+    return None
+
+
 def _validator() -> Any:
     from conformance.protocol import validate_response
 
@@ -133,16 +153,21 @@ class ImplementationSession:
             yield client
         finally:
             report = client.close()
-            if report.survivors:
-                raise ClauseMismatch(f"processes of the implementation outlived it: {list(report.survivors)}",
-                                     evidence={"verdict": "survivors"})
+            problem = shutdown_problem(report)
+            if problem is not None:
+                raise ClauseMismatch(problem, evidence={"verdict": report.verdict, "exitStatus": report.exit_status,
+                                                        "stderrTail": client.stderr_tail})
 
     def close(self) -> None:
+        """End the shared session; a shutdown that broke protocol §1.7 (or left processes
+        behind) is recorded in :attr:`survivor_reports`, which the report lists as a harness
+        error (so the run fails: no single clause closed the shared process)."""
         if self._shared is not None:
             report = self._shared.close()
             self._shared = None
-            if report.survivors:
-                self.survivor_reports.append(f"shared session left {list(report.survivors)} running (killed)")
+            problem = shutdown_problem(report)
+            if problem is not None:
+                self.survivor_reports.append(f"shared session: {problem}")
 
     @property
     def stderr_tail(self) -> str:

@@ -1,0 +1,133 @@
+"""Issue 13 item 5: the harness enforces the protocol's lifecycle (protocol §1.2, §1.7).
+
+Why these tests build their own hostile implementations: each is the reference adapter
+wrapped by a few lines of Python that misbehave in exactly one way a careless or hostile
+implementation does (ignore end of input and SIGTERM, exit 3, leave a daemon behind, exit while
+a child keeps stdout open). Each runs through the real console entry point in a real process, so
+what is asserted is what a user of ``maka-conformance`` or ``crashlab`` sees: the exit status,
+the report on disk, stderr, and which processes are still running afterwards (psutil).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Iterator
+
+import psutil
+import pytest
+
+#: A shared-session subset of the suite: a handful of golden vectors, a second or two.
+SHARED_SUBSET = "args-hash"
+#: A clause that opens dedicated processes (``maka.fresh``) and needs no failpoint.
+FRESH_CLAUSE = "STORE-SCHEMA-001"
+
+#: The reference adapter, misbehaving in one way selected by its first argument.
+_HOSTILE = textwrap.dedent('''
+    import os, runpy, signal, subprocess, sys, time
+    mode = sys.argv.pop(1)
+    if mode == "daemon":
+        # double fork, new session, scrubbed environment: a daemon the process group misses
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.execve("/bin/sleep", ["sleep", "300"], {})
+            os._exit(0)
+        os.wait()
+    if mode == "orphan-stdout":
+        # a child that keeps stdout open, then the leader exits at the first request
+        subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sys.stdin.readline()  # the hello
+        sys.stdout.write('{"id": 0, "ok": true, "result": {"protocol": 1, "implementation": {"name": "x", '
+                         '"version": "0"}, "capabilities": ["ledger"], "failpoints": []}}\\n')
+        sys.stdout.flush()
+        sys.stdin.readline()
+        os._exit(0)
+    try:
+        runpy.run_module("maka_ref.adapter", run_name="__main__", alter_sys=True)
+    except SystemExit:
+        pass
+    if mode == "ignore-eof":  # end of input seen: neither exit nor honour SIGTERM
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            time.sleep(1)
+    if mode == "exit-3":
+        sys.stdout.flush()
+        os._exit(3)
+''')
+
+
+def _hostile(tmp_path: Path, mode: str) -> str:
+    script = tmp_path / "hostile_impl.py"
+    script.write_text(_HOSTILE, encoding="utf-8")
+    return f"{sys.executable} {script} {mode}"
+
+
+def _python(*args: str, timeout: float = 240, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=env,
+                          **kwargs)  # type: ignore[call-overload]
+
+
+def _certify(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    report_dir = tmp_path / "report"
+    done = _python("-m", "conformance", "certify", "--progress", "none", "-n", "0", "--report-dir",
+                   str(report_dir), *args)
+    path = report_dir / "report.json"
+    return done, json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def _sleepers_of(marker: str) -> list[psutil.Process]:
+    """Live ``sleep 300`` processes started after ``marker`` (a create time)."""
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline", "create_time", "status"]):
+        info = proc.info
+        if info["cmdline"] == ["sleep", "300"] and info["create_time"] >= float(marker) \
+                and info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc)
+    return found
+
+
+@pytest.fixture
+def no_leftover_sleepers() -> Iterator[str]:
+    """Yields a start mark; afterwards kills (and reports) any hostile ``sleep 300`` left."""
+    mark = str(time.time() - 0.01)
+    yield mark
+    for proc in _sleepers_of(mark):
+        proc.kill()
+
+
+# ---------------------------------------------------------------------------------- 1. shutdown
+
+
+def test_an_implementation_that_ignores_eof_and_sigterm_is_not_certified(tmp_path: Path) -> None:
+    """Protocol §1.7: exit 0 within 5 s of end of input. One that needed SIGKILL fails the run
+    with ``shutdown_timeout`` in the report (the shared session: a harness error of the run)."""
+    done, report = _certify(tmp_path, "--impl", _hostile(tmp_path, "ignore-eof"), "-k", SHARED_SUBSET)
+    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert any("shutdown_timeout" in e for e in report["harness_errors"]), report["harness_errors"]
+
+
+def test_an_implementation_that_exits_3_fails_the_clause_that_closed_it(tmp_path: Path) -> None:
+    """A dedicated process that exits with status 3 at end of input fails its clause (``exited``)."""
+    done, report = _certify(tmp_path, "--impl", _hostile(tmp_path, "exit-3"), "-k", FRESH_CLAUSE)
+    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
+    (clause,) = [c for c in report["clauses"] if c["clause_id"] == FRESH_CLAUSE]
+    assert clause["outcome"] == "failed", clause
+    assert "exited" in clause["message"] and "status 3" in clause["message"], clause["message"]
+    assert any("exited" in e for e in report["harness_errors"]), report["harness_errors"]
+
+
+def test_the_reference_still_shuts_down_cleanly(tmp_path: Path) -> None:
+    """The same clauses against the unmodified reference: every one passes, no harness error."""
+    done, report = _certify(tmp_path, "-k", f"{SHARED_SUBSET} or {FRESH_CLAUSE}")
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    assert report["harness_errors"] == []
+    assert {c["outcome"] for c in report["clauses"]} == {"passed"}
