@@ -168,6 +168,14 @@ def run(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stde
         args = build_parser().parse_args(argv)
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command in ("certify", "fuzz", "replay", "selftest") and not getattr(args, "list", False):
+        from crashlab._lab.options import OptionError, check_common_options
+
+        try:
+            check_common_options(args)
+        except OptionError as exc:
+            print(f"maka-conformance: error: {exc}", file=err)
+            return EXIT_USAGE
     handler: Any = {"certify": _cmd_certify, "clauses": _cmd_clauses, "matrix": _cmd_matrix,
                     "vectors": _cmd_vectors, "selftest": _cmd_selftest, **_fuzz_commands()}[args.command]
     return int(handler(args, out, err))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence, TextIO
 
 from crashlab._lab.model import FAULTS, MODES
+from crashlab._lab.options import OptionError, check_common_options
 
 __all__ = ["build_parser", "main"]
 
@@ -162,8 +163,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     err = err if err is not None else sys.stderr
     try:
         args = _parser().parse_args(list(argv) if argv is not None else None)
+        if not getattr(args, "list", False):
+            check_common_options(args)
         return _sweep(args, out) if args.command == "sweep" else _replay(args, out)
-    except _Usage as exc:
+    except (_Usage, OptionError) as exc:
         err.write(f"crashlab: error: {exc}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -131,3 +131,44 @@ def test_the_reference_still_shuts_down_cleanly(tmp_path: Path) -> None:
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
     assert report["harness_errors"] == []
     assert {c["outcome"] for c in report["clauses"]} == {"passed"}
+
+
+# ---------------------------------------------------------------------------------- 6. options
+
+_COMMANDS = {
+    "certify": ["-m", "conformance", "certify", "--progress", "none", "-n", "0", "-k", SHARED_SUBSET],
+    "fuzz": ["-m", "conformance", "fuzz", "--examples", "1", "--only", "ledger"],
+    "selftest": ["-m", "conformance", "selftest", "--mutants", "none-such"],
+    "sweep": ["-m", "crashlab", "sweep", "--points", "P0", "--trials", "1"],
+}
+
+
+def _bad_option_cases(tmp_path: Path) -> list[tuple[str, list[str], str]]:
+    blocker = tmp_path / "a-regular-file"
+    blocker.write_text("not a directory")
+    under_file = str(blocker / "reports")
+    cases = []
+    for name in ("certify", "fuzz", "sweep"):
+        cases += [(name, ["--impl", ""], "invalid_impl"), (name, ["--impl", "   "], "invalid_impl"),
+                  (name, ["--impl", "python 'unbalanced"], "invalid_impl")]
+        cases += [(name, ["--timeout", value], "invalid_timeout") for value in ("0", "-1", "nan", "inf")]
+    cases += [(name, ["--report-dir", under_file], "report_dir_unwritable")
+              for name in ("certify", "fuzz", "sweep", "selftest")]
+    return cases
+
+
+def test_bad_impl_timeout_and_report_dir_are_usage_errors(tmp_path: Path) -> None:
+    """``--impl ''`` must not certify the bundled reference; ``--timeout 0/-1/nan/inf`` must not
+    be accepted; a report directory under a regular file must not be a traceback. Each is exit 2
+    with one line on stderr naming a stable code, and nothing is run (no report is written)."""
+    failures = []
+    for name, extra, code in _bad_option_cases(tmp_path):
+        report_dir = tmp_path / f"r-{name}"
+        argv = [*_COMMANDS[name], *(["--report-dir", str(report_dir)] if "--report-dir" not in extra else []), *extra]
+        done = _python(*argv, timeout=120, cwd=tmp_path)
+        lines = done.stderr.strip().splitlines()
+        ok = (done.returncode == 2 and len(lines) == 1 and code in lines[0] and "Traceback" not in done.stderr
+              and not any(report_dir.glob("*.json")))
+        if not ok:
+            failures.append((name, extra, done.returncode, done.stderr[-600:]))
+    assert not failures, failures
