@@ -33,8 +33,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--self", dest="self_fuzz", action="store_true",
                    help="fuzz the reference itself (arbitrary bytes and JSON into every entry point; "
                         "--examples is per target; --impl, --schedules, --only, --no-batch do not apply)")
-    p.add_argument("--only-target", action="append", choices=("codec", "ledger", "store", "adapter"), metavar="TARGET",
-                   help="with --self: run only this target (repeatable: codec, ledger, store, adapter)")
+    p.add_argument("--only-target", action="append", choices=("codec", "ledger", "store", "adapter", "cli"),
+                   metavar="TARGET",
+                   help="with --self: run only this target (repeatable: codec, ledger, store, adapter, cli)")
     p.add_argument("--coverage", action="store_true",
                    help="measure which of the spec's codes the ledger generators reach (the reference in process; "
                         "prints a table, writes coverage.json in the report dir; --examples per generator, "

@@ -9,7 +9,8 @@ implementation, only promises the reference makes about itself — *nothing rais
 result or a stable error is due, no input is mutated, and nothing on disk changes on a read*
 (:mod:`._selffuzz_targets`, :mod:`._selffuzz_io`).
 
-Targets, in order: ``codec``, ``ledger``, ``store``, ``adapter``. ``--examples N`` is per
+Targets, in order: ``codec``, ``ledger``, ``store``, ``adapter``, ``cli`` (the ``maka-ref``
+commands as processes on hostile workspaces, :mod:`._selffuzz_cli`). ``--examples N`` is per
 target; the time budget is shared equally (what one target leaves is passed on). Each target
 has its own example database directory (``<db>/self-<target>``), so a saved failure is replayed
 only by the target that found it. Scratch workspaces live under ``<report-dir>/.self-workspaces``
@@ -34,7 +35,7 @@ from conformance._fuzz._selffuzz_targets import Finding, to_wire
 __all__ = ["BUNDLE_FORMAT", "SELF_TARGETS", "SelfFuzzConfig", "SelfFuzzResult", "run_self_fuzz"]
 
 BUNDLE_FORMAT = "maka-selffuzz-bundle/1"
-SELF_TARGETS = ("codec", "ledger", "store", "adapter")
+SELF_TARGETS = ("codec", "ledger", "store", "adapter", "cli")
 
 
 @dataclass
@@ -71,6 +72,11 @@ def _target(name: str, scratch: str) -> tuple[Any, Callable[[Any], None]]:
     if name == "store":
         images = io.build_images(scratch)
         return io.store_cases(), lambda case: io.check_store(case, images, scratch)
+    if name == "cli":
+        from conformance._fuzz import _selffuzz_cli as cli
+
+        workspaces = cli.build_cli_images(scratch)
+        return cli.cli_cases(), lambda case: cli.check_cli(case, workspaces, scratch)
     ops = io.adapter_ops()
     return io.adapter_lines(ops), lambda case: io.check_adapter(case, scratch)
 
