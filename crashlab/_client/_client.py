@@ -23,8 +23,8 @@ from typing import Any, Callable, Mapping, NoReturn, Sequence
 
 from crashlab._client import _messages as msgs
 from crashlab._client._errors import ProtocolFailure
-from crashlab._client._lines import MAX_LINE_BYTES, Eof, Flood, LineReader
-from crashlab._client._process import SESSION_ENV, ProcessTree, spawn, write_all
+from crashlab._client._lines import MAX_LINE_BYTES, Eof, Flood, LeaderGone, Line, LineReader
+from crashlab._client._process import SESSION_ENV, ProcessTree, spawn, watch_exit, write_all
 from crashlab._client._results import CloseReport, Handshake, KillProof, Reply
 from crashlab._client._stderr import StderrTail
 
@@ -36,6 +36,9 @@ Validator = Callable[[str, Mapping[str, Any]], list[str]]
 _EXIT_GRACE_S = 2.0  # how long a process that closed stdout gets to report its exit status
 _THREAD_JOIN_S = 1.0
 _SIGTERM_GRACE_S = 2.0  # protocol §1.7
+#: After the leader's exit: how long a response it wrote just before exiting may take to
+#: come through the reader thread (it is already in the pipe; this is scheduling slack).
+_LAST_WORDS_S = 0.5
 
 
 class ProtocolClient:
@@ -60,7 +63,11 @@ class ProtocolClient:
         self._state = "running"  # running | at_failpoint | dead | closed
         self._kill_proof: KillProof | None = None
         self._close_report: CloseReport | None = None
+        self._leader_gone = False
+        self._leader_gone_at = 0.0
         self._finalizer = weakref.finalize(self, tree.emergency_kill)
+        items = self._stdout.items
+        watch_exit(tree.pid, lambda: items.put(LeaderGone()))
 
     # ------------------------------------------------------------------ start
 
@@ -163,9 +170,10 @@ class ProtocolClient:
             self._fail_exited(op, f"closed stdin before request {request_id}", b"")
         if not written:
             self._fail("timeout", f"did not read request {request_id} within {timeout:g} s", op)
-        try:
-            item = self._stdout.items.get(timeout=max(deadline - time.monotonic(), 0.0))
-        except queue.Empty:
+        item = self._next_item(deadline)
+        if item is None:
+            if self._leader_gone:
+                self._fail_exited(op, f"exited before answering request {request_id}", b"")
             self._fail("timeout", f"no response to request {request_id} within {timeout:g} s", op)
         if isinstance(item, Eof):
             self._fail_exited(op, f"exited before answering request {request_id}", item.partial)
@@ -200,11 +208,29 @@ class ProtocolClient:
         self._tree.snapshot()
         return announced
 
+    def _next_item(self, deadline: float) -> Line | Eof | Flood | None:
+        """The next item from stdout before ``deadline``, or ``None``.
+
+        Once the leader has exited, waiting stops :data:`_LAST_WORDS_S` later whatever the
+        deadline: a descendant holding stdout open must not make the request wait it out."""
+        while True:
+            if self._leader_gone:
+                deadline = min(deadline, self._leader_gone_at + _LAST_WORDS_S)
+            try:
+                item = self._stdout.items.get(timeout=max(deadline - time.monotonic(), 0.0))
+            except queue.Empty:
+                return None
+            if not isinstance(item, LeaderGone):
+                return item
+            self._leader_gone = True
+            self._leader_gone_at = time.monotonic()
+
     def _check_quiet(self, op: str, request_id: int) -> None:
         """Before a request: anything already on stdout is unsolicited (e.g. a second response)."""
-        try:
-            item = self._stdout.items.get_nowait()
-        except queue.Empty:
+        item = self._next_item(time.monotonic())
+        if item is None:
+            if self._leader_gone:
+                self._fail_exited(op, f"exited before request {request_id}", b"")
             return
         if isinstance(item, Eof):
             self._fail_exited(op, f"exited before request {request_id}", item.partial)

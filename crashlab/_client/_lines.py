@@ -14,7 +14,7 @@ import queue
 import threading
 from dataclasses import dataclass
 
-__all__ = ["MAX_LINE_BYTES", "Eof", "Flood", "Line", "LineReader"]
+__all__ = ["MAX_LINE_BYTES", "Eof", "Flood", "LeaderGone", "Line", "LineReader"]
 
 #: Longest line (without its ``\n``) an implementation may write (protocol §1.3).
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -44,7 +44,16 @@ class Flood:
     head: bytes
 
 
-Item = Line | Eof | Flood
+@dataclass(frozen=True)
+class LeaderGone:
+    """The leader process exited (posted by the exit watcher, not by the reader).
+
+    Why it shares the queue: a leader can exit while a descendant keeps stdout open, so no
+    :class:`Eof` ever comes; the request waiting on the queue must wake up at the exit, not at
+    its deadline (issue 13: three clauses once took 411 s that way)."""
+
+
+Item = Line | Eof | Flood | LeaderGone
 
 
 class LineReader:

@@ -24,6 +24,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from typing import Callable, Mapping, Sequence
 
@@ -33,7 +34,7 @@ from crashlab._client._process_kill import _add, _alive, _in_group, _kill, _wait
 from crashlab._client._process_proc import _ppid_table, _proc_table, _start_ticks
 from crashlab._client._zygote import ForkedChild, prefork_argv, spawn_forked
 
-__all__ = ["SESSION_ENV", "ProcessTree", "spawn", "write_all"]
+__all__ = ["SESSION_ENV", "ProcessTree", "spawn", "watch_exit", "write_all"]
 
 #: Environment variable carrying the per-session token that marks every process of the tree.
 SESSION_ENV = "MAKA_CONFORMANCE_SESSION"
@@ -69,6 +70,48 @@ def spawn(
         close_fds=True,
         start_new_session=True,
     )
+
+
+_EXIT_POLL_S = 0.05  # the fallback watcher's period where there is no pidfd
+
+
+def watch_exit(pid: int, notify: Callable[[], None]) -> None:
+    """Call ``notify()`` (once, from a daemon thread) when process ``pid`` exits; never reaps it.
+
+    Why: a leader may exit while a descendant keeps its stdout open, and then no end of file
+    ever tells the client. Linux: a pidfd becomes readable at the exit (whoever is the
+    parent, so a zygote-forked child works too). Elsewhere: psutil is polled every 50 ms.
+    """
+    pidfd = -1
+    if hasattr(os, "pidfd_open"):
+        try:
+            pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            notify()
+            return
+        except OSError:
+            pidfd = -1
+
+    def run() -> None:
+        try:
+            if pidfd >= 0:
+                poller = select.poll()  # not select(): a pidfd may be above FD_SETSIZE
+                poller.register(pidfd, select.POLLIN)
+                while not poller.poll():
+                    pass
+            else:
+                try:
+                    proc = psutil.Process(pid)
+                    while proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                        time.sleep(_EXIT_POLL_S)
+                except psutil.Error:
+                    pass
+        finally:
+            if pidfd >= 0:
+                os.close(pidfd)
+            notify()
+
+    threading.Thread(target=run, name=f"crashlab-exit-{pid}", daemon=True).start()
 
 
 def write_all(fd: int, data: bytes, deadline: float) -> bool:

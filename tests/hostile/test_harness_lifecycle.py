@@ -172,3 +172,22 @@ def test_bad_impl_timeout_and_report_dir_are_usage_errors(tmp_path: Path) -> Non
         if not ok:
             failures.append((name, extra, done.returncode, done.stderr[-600:]))
     assert not failures, failures
+
+
+# ---------------------------------------------------------------------------------- 2. leader exit
+
+
+def test_a_leader_that_exits_while_a_child_holds_stdout_is_noticed_at_its_exit(
+        tmp_path: Path, no_leftover_sleepers: str) -> None:
+    """The leader answers ``hello``, then exits at the next request while a child it started
+    keeps stdout open, so no end of file comes. The verdict must be ``exited`` (the exit is
+    watched), not ``timeout`` (waiting out the request's deadline); the child is killed."""
+    from crashlab import ProtocolClient, ProtocolFailure
+
+    client = ProtocolClient.start(_hostile(tmp_path, "orphan-stdout"), request_timeout=20.0, prefork=False)
+    with pytest.raises(ProtocolFailure) as caught:
+        client.call("ledger.resolve", {"events": []})
+    client.close()
+    assert caught.value.verdict == "exited", str(caught.value)
+    assert "exit status 0" in caught.value.message, caught.value.message
+    assert _sleepers_of(no_leftover_sleepers) == []
