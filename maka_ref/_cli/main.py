@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any, NoReturn, Sequence, TextIO
 
-from maka_ref._cli.ledger_input import InputError, load_ledger, parse_ledger_lines, read_ledger_text
+from maka_ref._cli.ledger_input import InputError, load_ledger, load_ledger_with
 from maka_ref._codec.argshash import canonical_args_hash
 from maka_ref._codec.jsontext import compact_json, parse_json, write_with_infinities
 from maka_ref._errors import ArgsHashError, InvalidJSONTextError, MakaRefError
@@ -57,19 +57,27 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", help="ledger files (default: the bundled examples)")
 
     p = sub.add_parser("inspect", help="print everything a workspace's store knows, read-only")
-    p.add_argument("--workspace", required=True, metavar="DIR", help="the storage root to inspect")
+    p.add_argument("--workspace", required=True, type=_workspace_dir, metavar="DIR", help="the storage root to inspect")
 
     p = sub.add_parser("repair", help="startup repair of a workspace's runs; print the repair report (docs/choices/repair.md)")
-    p.add_argument("--workspace", required=True, metavar="DIR", help="the storage root to repair")
+    p.add_argument("--workspace", required=True, type=_workspace_dir, metavar="DIR", help="the storage root to repair")
 
     p = sub.add_parser("run", help="run one scripted turn of the live runtime; print the run summary (docs/choices/runtime.md)")
-    p.add_argument("--workspace", required=True, metavar="DIR", help="the workspace (tools act here; holds runtime.sqlite)")
+    p.add_argument("--workspace", required=True, type=_workspace_dir, metavar="DIR", help="the workspace (tools act here; holds runtime.sqlite)")
     p.add_argument("--script", required=True, metavar="FILE", help="provider script (maka_ref/_runtime/script.schema.json)")
 
     p = sub.add_parser("resume", help="Phase 1 safe-boundary continuation (needs MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1; docs/choices/continuation-execution.md)")
-    p.add_argument("--workspace", required=True, metavar="DIR", help="the workspace whose newest failed/cancelled run is resumed")
+    p.add_argument("--workspace", required=True, type=_workspace_dir, metavar="DIR", help="the workspace whose newest failed/cancelled run is resumed")
     p.add_argument("--session", default=None, metavar="ID", help="resume within this session only")
     return parser
+
+
+def _workspace_dir(text: str) -> str:
+    """``--workspace``: a non-empty path. An empty one would silently mean the current directory
+    (``os.path`` joins ``""`` as ``.``), so the runtime would write its store where it was started."""
+    if not text:
+        raise argparse.ArgumentTypeError("the workspace must be a non-empty path")
+    return text
 
 
 def _non_negative_int(text: str) -> int:
@@ -113,13 +121,7 @@ def _cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_encode(args: argparse.Namespace, out: TextIO) -> int:
-    values = parse_ledger_lines(read_ledger_text(args.ledger))
-    lines: list[str] = []
-    for number, value in enumerate(values, start=1):
-        try:
-            lines.append(encode_runtime_event(value).canonical_json)
-        except MakaRefError as exc:
-            raise InputError("invalid_runtime_event", f"line {number}: {exc}", number) from None
+    lines = load_ledger_with(args.ledger, lambda value: encode_runtime_event(value).canonical_json)
     for line in lines:
         out.write(line + "\n")
     return EXIT_OK
@@ -223,7 +225,22 @@ def run(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stde
     except (OutputError, BrokenPipeError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - a bug: still one JSON error, never a traceback
-        return _internal_error(exc, out, err)
+        fault = _store_fault(exc)
+        if fault is None:
+            return _internal_error(exc, out, err)
+        _emit(fault.to_json(), out)
+        err.write(f"maka-ref: error: {fault.code}: {fault.message}\n")
+        return EXIT_INPUT_ERROR
+
+
+def _store_fault(exc: Exception) -> InputError | None:
+    """A store fault that escaped a command unmapped (a busy lock met mid-run, a disk that
+    filled up): its stable code (``store_busy``, ``store_read_only``, ``storage_full``,
+    ``database_corrupt``; ``maka_ref._store.faults``), not ``internal_error``."""
+    from maka_ref._store.faults import fault_of
+
+    fault = fault_of(exc)
+    return None if fault is None else InputError(fault.code, " ".join(fault.message.splitlines()))
 
 
 def _internal_error(exc: Exception, out: TextIO, err: TextIO) -> int:

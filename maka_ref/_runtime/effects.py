@@ -7,7 +7,10 @@ implementation first appends one JSON line
     {"operationId": "toolop_…", "tool": "Write", "argsHash": "sha256:…", "pid": 1234}
 
 and makes it durable (one ``os.write`` on an ``O_APPEND`` descriptor, then ``fsync``; the
-directory is fsynced when the file was just created) **before** the side effect begins. A
+directory is fsynced when the file was just created) **before** the side effect begins. The
+log is opened with ``O_NOFOLLOW`` and must then be one regular file with one link (``fstat``):
+a symlink or a hard link planted in its place could point outside the workspace, so the
+runtime refuses it (the tool does not start: ``effect_log_unavailable``). A
 line therefore proves "the implementation may have started"; its absence proves it never
 did. Two lines with the same ``operationId`` mean the same operation started twice.
 
@@ -18,8 +21,10 @@ reserved name in :mod:`maka_ref._runtime.paths`). A torn last line (a kill insid
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -35,6 +40,7 @@ __all__ = [
 EFFECT_LOG_NAME: Final = ".maka-effects.jsonl"
 _O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+_O_NONBLOCK: Final = getattr(os, "O_NONBLOCK", 0)
 
 
 def fsync_directory(path: Path) -> None:
@@ -61,8 +67,14 @@ def append_effect_start(workspace: str | os.PathLike[str], operation_id: str, to
         separators=(",", ":"),
     ).encode("ascii") + b"\n"
     created = not os.path.lexists(path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, 0o644)
     try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            # A second name (hard link) may live outside the workspace or be read by a tool:
+            # the runtime never appends its oracle to a file it does not solely own.
+            raise OSError(errno.EPERM, f"{EFFECT_LOG_NAME} must be one regular file with one link "
+                                       f"(mode {stat.filemode(info.st_mode)}, {info.st_nlink} links)")
         view = memoryview(line)
         while view:
             view = view[os.write(fd, view) :]

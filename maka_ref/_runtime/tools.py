@@ -55,7 +55,8 @@ import jsonschema
 from maka_ref._runtime._schemacheck import compile_schema
 from maka_ref._runtime.effects import fsync_directory as _fsync_directory
 from maka_ref._runtime.errors import RuntimeLoopError
-from maka_ref._runtime.paths import confine, confined_text
+from maka_ref._runtime.beneath import Beneath, descend
+from maka_ref._runtime.paths import ConfinementError, confined_text, is_reserved, path_parts, refuse_hardlinked
 from maka_ref._store.failpoints import failpoint
 
 __all__ = [
@@ -74,6 +75,7 @@ __all__ = [
 MAX_READ_BYTES: Final = 1024 * 1024
 _O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+_O_NONBLOCK: Final = getattr(os, "O_NONBLOCK", 0)
 
 
 class ToolError(RuntimeLoopError):
@@ -117,28 +119,61 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _require_regular_or_absent(target: Path) -> os.stat_result | None:
+def _lstat_final(where: Beneath) -> os.stat_result | None:
     try:
-        info = os.lstat(target)
+        return os.stat(where.at(where.name), dir_fd=where.dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise ToolError(f"Cannot stat {target.name}: {exc.strerror or exc}", code="io_error") from None
+
+
+def _require_regular_or_absent(where: Beneath, shown: str) -> os.stat_result | None:
+    """The final component's ``lstat`` when it is one regular file with one link, None when
+    absent; a symlink here appeared after the descent resolved the name (``path_changed``)."""
+    info = _lstat_final(where)
+    if info is None:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        raise ConfinementError(f"{shown} became a symlink while the call ran", code="path_changed")
     if not stat.S_ISREG(info.st_mode):
-        raise ToolError(f"{target.name} is not a regular file", code="not_a_file")
+        raise ToolError(f"{shown} is not a regular file", code="not_a_file")
+    refuse_hardlinked(info, shown)
     return info
 
 
-def _replace_file(target: Path, data: bytes, operation_id: str, mode: int) -> None:
-    """Temp file + fsync + rename + directory fsync; P3 between the durable temp and the rename."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp = temp_path_for(target, operation_id)
+def _open_final(where: Beneath, flags: int, shown: str, mode: int = 0o644) -> tuple[int, os.stat_result]:
+    """Open the final component relative to its directory's descriptor, never following a
+    symlink and never blocking on a FIFO; the descriptor must be one regular file with one link."""
+    try:
+        fd = os.open(where.at(where.name), flags | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, mode, dir_fd=where.dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ConfinementError(f"{shown} became a symlink while the call ran", code="path_changed") from None
+        if exc.errno == errno.ENXIO:  # a FIFO without a reader, opened for writing
+            raise ToolError(f"{shown} is not a regular file", code="not_a_file") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError(f"{shown} is not a regular file", code="not_a_file")
+        refuse_hardlinked(info, shown)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+def _replace_file(where: Beneath, data: bytes, operation_id: str, mode: int) -> None:
+    """Temp file + fsync + rename + directory fsync, all relative to the directory's descriptor;
+    P3 between the durable temp and the rename."""
+    temp = where.at(f".{where.name}.{operation_id}.tmp")
+    target = where.at(where.name)
+    dir_fd = where.dir_fd
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
     try:
-        fd = os.open(temp, flags, mode)
+        fd = os.open(temp, flags, mode, dir_fd=dir_fd)
     except FileExistsError:  # a leftover of an earlier kill at P3 for this operation
-        os.unlink(temp)
-        fd = os.open(temp, flags, mode)
+        os.unlink(temp, dir_fd=dir_fd)
+        fd = os.open(temp, flags, mode, dir_fd=dir_fd)
     try:
         try:
             _write_all(fd, data)
@@ -146,14 +181,20 @@ def _replace_file(target: Path, data: bytes, operation_id: str, mode: int) -> No
         finally:
             os.close(fd)
         failpoint("P3")  # spec 20 §2 P3: implementation in progress, effect partially done
-        os.replace(temp, target)
+        os.replace(temp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         try:
-            os.unlink(temp)
+            os.unlink(temp, dir_fd=dir_fd)
         except OSError:
             pass
         raise
-    _fsync_directory(target.parent)
+    if dir_fd is not None:
+        try:
+            os.fsync(dir_fd)
+        except OSError:  # pragma: no cover - a file system without directory fsync
+            pass
+    else:  # pragma: no cover - the text fallback
+        _fsync_directory(Path(where.dir_text))
 
 
 class Tool:
@@ -175,18 +216,30 @@ class Tool:
         if error is not None:
             where = "/".join(str(part) for part in error.absolute_path) or "(root)"
             raise ToolError(f"Invalid arguments for {self.name} at {where}: {error.message}", code="invalid_tool_arguments")
-        confined_text(root, args["path"])
+        resolved = confined_text(root, args["path"])
+        try:
+            info = os.lstat(resolved)
+        except OSError:
+            return  # absent (or unreadable): the implementation decides
+        refuse_hardlinked(info, _display(args["path"]))
+
+    #: Whether the implementation creates missing parent directories (Write, Append).
+    creates_parents: ClassVar[bool] = False
 
     def run(self, ctx: ToolContext, args: Mapping[str, Any]) -> Any:
-        """The implementation (confinement re-checked first); returns a JSON result."""
-        target = confine(ctx.root, args["path"])
+        """The implementation: the path is resolved again by descent (module
+        :mod:`~maka_ref._runtime.beneath`) and the effect happens relative to the descriptor of
+        the directory that descent opened; returns a JSON result."""
+        parts = path_parts(args["path"])
+        shown = "/".join(parts)
         try:
-            return self._run(ctx, target, _display(args["path"]), args)
+            with descend(ctx.root, parts, create_dirs=self.creates_parents, reserved=is_reserved, shown=shown) as where:
+                return self._run(ctx, where, shown, args)
         except OSError as exc:
             code = "file_not_found" if exc.errno == errno.ENOENT else "io_error"
             raise ToolError(f"{self.name} failed: {exc.strerror or exc}", code=code) from None
 
-    def _run(self, ctx: ToolContext, target: Path, shown: str, args: Mapping[str, Any]) -> Any:
+    def _run(self, ctx: ToolContext, where: Beneath, shown: str, args: Mapping[str, Any]) -> Any:
         raise NotImplementedError
 
 
@@ -202,11 +255,13 @@ class WriteTool(Tool):
         "properties": {"path": _path_schema(), "content": {"type": "string"}},
     }
 
-    def _run(self, ctx: ToolContext, target: Path, shown: str, args: Mapping[str, Any]) -> Any:
+    creates_parents = True
+
+    def _run(self, ctx: ToolContext, where: Beneath, shown: str, args: Mapping[str, Any]) -> Any:
         data = _encode(args["content"], "content")
-        info = _require_regular_or_absent(target)
+        info = _require_regular_or_absent(where, shown)
         mode = stat.S_IMODE(info.st_mode) if info is not None else 0o644
-        _replace_file(target, data, ctx.operation_id, mode)
+        _replace_file(where, data, ctx.operation_id, mode)
         return {"path": shown, "bytesWritten": len(data)}
 
 
@@ -222,11 +277,10 @@ class EditTool(Tool):
         "properties": {"path": _path_schema(), "old": {"type": "string", "minLength": 1}, "new": {"type": "string"}},
     }
 
-    def _run(self, ctx: ToolContext, target: Path, shown: str, args: Mapping[str, Any]) -> Any:
-        info = _require_regular_or_absent(target)
-        if info is None:
+    def _run(self, ctx: ToolContext, where: Beneath, shown: str, args: Mapping[str, Any]) -> Any:
+        if _require_regular_or_absent(where, shown) is None:
             raise ToolError(f"{shown} does not exist", code="file_not_found")
-        text = _read_text(target, shown)
+        text, info = _read_text(where, shown)
         old, new = args["old"], args["new"]
         count = text.count(old)
         if count == 0:
@@ -237,16 +291,14 @@ class EditTool(Tool):
                 code="edit_target_ambiguous",
             )
         data = _encode(text.replace(old, new, 1), "new")
-        _replace_file(target, data, ctx.operation_id, stat.S_IMODE(info.st_mode))
+        _replace_file(where, data, ctx.operation_id, stat.S_IMODE(info.st_mode))
         return {"path": shown, "replacements": 1}
 
 
-def _read_text(target: Path, shown: str) -> str:
-    fd = os.open(target, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+def _read_text(where: Beneath, shown: str) -> tuple[str, os.stat_result]:
+    """The file's UTF-8 text (bounded) and the ``fstat`` of the descriptor it was read from."""
+    fd, info = _open_final(where, os.O_RDONLY, shown)
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ToolError(f"{shown} is not a regular file", code="not_a_file")
         if info.st_size > MAX_READ_BYTES:
             raise ToolError(f"{shown} is larger than {MAX_READ_BYTES} bytes", code="file_too_large")
         chunks: list[bytes] = []
@@ -262,7 +314,7 @@ def _read_text(target: Path, shown: str) -> str:
     finally:
         os.close(fd)
     try:
-        return b"".join(chunks).decode("utf-8")
+        return b"".join(chunks).decode("utf-8"), info
     except UnicodeDecodeError:
         raise ToolError(f"{shown} is not UTF-8 text", code="not_utf8") from None
 
@@ -279,10 +331,10 @@ class ReadTool(Tool):
         "properties": {"path": _path_schema()},
     }
 
-    def _run(self, ctx: ToolContext, target: Path, shown: str, args: Mapping[str, Any]) -> Any:
-        if _require_regular_or_absent(target) is None:
+    def _run(self, ctx: ToolContext, where: Beneath, shown: str, args: Mapping[str, Any]) -> Any:
+        if _require_regular_or_absent(where, shown) is None:
             raise ToolError(f"{shown} does not exist", code="file_not_found")
-        text = _read_text(target, shown)
+        text, _ = _read_text(where, shown)
         failpoint("P3")  # spec 20 §2 P3 (no side effect to leave half done)
         return {"path": shown, "content": text}
 
@@ -294,11 +346,12 @@ class AppendTool(Tool):
     recovery_mode = "never_auto_retry"
     args_schema = WriteTool.args_schema
 
-    def _run(self, ctx: ToolContext, target: Path, shown: str, args: Mapping[str, Any]) -> Any:
+    creates_parents = True
+
+    def _run(self, ctx: ToolContext, where: Beneath, shown: str, args: Mapping[str, Any]) -> Any:
         data = _encode(args["content"], "content")
-        _require_regular_or_absent(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC, 0o644)
+        _require_regular_or_absent(where, shown)
+        fd, _ = _open_final(where, os.O_WRONLY | os.O_APPEND | os.O_CREAT, shown)
         try:
             half = len(data) // 2
             _write_all(fd, data[:half])

@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 
 from maka_ref.adapter._errors import invalid_params
 from maka_ref.adapter._params import opt_str, req_object, workspace
+from maka_ref.adapter._workspace import owned_workspace
 
 __all__ = ["RUNTIME_OPERATIONS", "repair", "resume", "run_turn"]
 
@@ -39,7 +40,7 @@ def run_turn(params: Params) -> dict[str, Any]:
     from maka_ref._runtime import ScriptError, load_script, new_seed
     from maka_ref._runtime import run_turn as _run_turn
 
-    root = workspace(params)
+    root = owned_workspace(workspace(params))
     try:
         script = load_script(req_object(params, "script"))
     except ScriptError as exc:
@@ -47,8 +48,7 @@ def run_turn(params: Params) -> dict[str, Any]:
         error.details = {"code": exc.code}
         raise error from None
     seed = new_seed()
-    if os.path.isdir(root):  # the script a later resume replays (maka_ref._continuation.sidecar)
-        write_script_sidecar(os.path.realpath(root), f"run_{seed}", script)
+    write_script_sidecar(os.path.realpath(root), f"run_{seed}", script)  # what a later resume replays
     summary = _run_turn(root, script, seed=seed).to_json()
     summary["toolCalls"] = [_tool_call(call) for call in summary["toolCalls"]]
     return summary
@@ -57,13 +57,13 @@ def run_turn(params: Params) -> dict[str, Any]:
 def repair(params: Params) -> dict[str, Any]:
     from maka_ref._repair import repair_workspace
 
-    return repair_workspace(workspace(params)).to_json()
+    return repair_workspace(owned_workspace(workspace(params))).to_json()
 
 
 def resume(params: Params) -> dict[str, Any]:
     from maka_ref._continuation import resume_session
 
-    return resume_session(workspace(params), opt_str(params, "sessionId"), flag=True).to_json()
+    return resume_session(owned_workspace(workspace(params)), opt_str(params, "sessionId"), flag=True).to_json()
 
 
 RUNTIME_OPERATIONS: dict[str, Callable[[Params], dict[str, Any]]] = {

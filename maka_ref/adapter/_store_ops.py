@@ -26,6 +26,7 @@ from maka_ref._store import RuntimeStore, StoreError, T1Input, T2Input
 from maka_ref._store.agent_runs import AgentRunStore
 from maka_ref.adapter._errors import OpError
 from maka_ref.adapter._params import opt_bool, opt_str, req, req_int, req_object, req_str, workspace
+from maka_ref.adapter._workspace import owned_workspace
 
 __all__ = ["LEDGER_FILE_NAMES", "StoreSession"]
 
@@ -68,6 +69,7 @@ class StoreSession:
         key = os.path.realpath(path)
         opened = self._open.get(key)
         if opened is None:
+            owned_workspace(path)  # an implicit writer open: the same rule as store.open
             opened = self._open[key] = _Open(RuntimeStore.open(key))
         return opened
 
@@ -81,7 +83,7 @@ class StoreSession:
     # -- operations -------------------------------------------------------------------------
 
     def open(self, params: Params) -> dict[str, Any]:
-        path = workspace(params)
+        path = owned_workspace(workspace(params))  # never created here (protocol §4.2)
         read_only = opt_bool(params, "readOnly", False)
         self.release(path)
         key = os.path.realpath(path)
