@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any, NoReturn, Sequence, TextIO
 
-from maka_ref._cli.ledger_input import InputError, load_ledger, parse_ledger_lines, read_ledger_text
+from maka_ref._cli.ledger_input import InputError, load_ledger, load_ledger_with
 from maka_ref._codec.argshash import canonical_args_hash
 from maka_ref._codec.jsontext import compact_json, parse_json, write_with_infinities
 from maka_ref._errors import ArgsHashError, InvalidJSONTextError, MakaRefError
@@ -121,13 +121,7 @@ def _cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_encode(args: argparse.Namespace, out: TextIO) -> int:
-    values = parse_ledger_lines(read_ledger_text(args.ledger))
-    lines: list[str] = []
-    for number, value in enumerate(values, start=1):
-        try:
-            lines.append(encode_runtime_event(value).canonical_json)
-        except MakaRefError as exc:
-            raise InputError("invalid_runtime_event", f"line {number}: {exc}", number) from None
+    lines = load_ledger_with(args.ledger, lambda value: encode_runtime_event(value).canonical_json)
     for line in lines:
         out.write(line + "\n")
     return EXIT_OK
@@ -231,7 +225,22 @@ def run(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stde
     except (OutputError, BrokenPipeError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - a bug: still one JSON error, never a traceback
-        return _internal_error(exc, out, err)
+        fault = _store_fault(exc)
+        if fault is None:
+            return _internal_error(exc, out, err)
+        _emit(fault.to_json(), out)
+        err.write(f"maka-ref: error: {fault.code}: {fault.message}\n")
+        return EXIT_INPUT_ERROR
+
+
+def _store_fault(exc: Exception) -> InputError | None:
+    """A store fault that escaped a command unmapped (a busy lock met mid-run, a disk that
+    filled up): its stable code (``store_busy``, ``store_read_only``, ``storage_full``,
+    ``database_corrupt``; ``maka_ref._store.faults``), not ``internal_error``."""
+    from maka_ref._store.faults import fault_of
+
+    fault = fault_of(exc)
+    return None if fault is None else InputError(fault.code, " ".join(fault.message.splitlines()))
 
 
 def _internal_error(exc: Exception, out: TextIO, err: TextIO) -> int:

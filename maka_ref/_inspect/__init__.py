@@ -7,7 +7,8 @@ leaves every file of the workspace byte-identical (SQLite only ever opens a priv
 ``maka-ref inspect --workspace DIR`` prints it.
 
 Modules: ``api`` (entry point, workspace checks, error codes), ``snapshot`` (the private
-consistent copy), ``sqlite_view`` / ``jsonl_view`` (one per storage kind), ``document``
+consistent copy, type-checked and bounded), ``private_dirs`` (where the copy lives and how a
+killed inspection's leftovers are swept), ``sqlite_view`` / ``jsonl_view`` (one per storage kind), ``document``
 (the shared run shape and health result).
 """
 

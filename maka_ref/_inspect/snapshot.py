@@ -31,14 +31,23 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import stat
 import tempfile
 import time
 from pathlib import Path
 from typing import Callable
 
+from maka_ref._inspect.private_dirs import make_private_dir
 from maka_ref._store.errors import StoreError
 
-__all__ = ["ATTEMPTS", "SIDECAR_SUFFIXES", "copy_database_files", "make_private_dir", "settle_hot_journal"]
+__all__ = [
+    "ATTEMPTS",
+    "SIDECAR_SUFFIXES",
+    "copy_database_files",
+    "copy_regular_file",
+    "make_private_dir",
+    "settle_hot_journal",
+]
 
 #: Files next to ``runtime.sqlite`` that belong to it (SQLite's own names).
 SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
@@ -52,8 +61,66 @@ _HEADER_BYTES = {"": 100, "-wal": 32, "-journal": 28}
 
 _Signature = tuple[object, ...] | None
 
+_CHUNK = 1024 * 1024
+
+
+def _not_regular(path: Path, mode: int) -> StoreError:
+    kind = (
+        "a symbolic link" if stat.S_ISLNK(mode)
+        else "a directory" if stat.S_ISDIR(mode)
+        else "a FIFO" if stat.S_ISFIFO(mode)
+        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket" if stat.S_ISSOCK(mode)
+        else "not a regular file"
+    )
+    return StoreError(
+        f"{path.name} in the workspace is {kind}, not a regular file; SQLite's own files never are",
+        code="database_corrupt",
+    )
+
+
+def _open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """Open ``path`` for reading without following a final symlink and without blocking on a
+    FIFO, then check the *opened* file (``fstat``, so no swap between check and read)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        if error.errno == getattr(os, "ELOOP", 40):  # O_NOFOLLOW on a symlink
+            raise _not_regular(path, os.lstat(path).st_mode) from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise _not_regular(path, st.st_mode)
+    return fd, st
+
+
+def copy_regular_file(source: Path, dest: Path) -> None:
+    """Copy the regular file ``source`` to the new file ``dest``, reading at most the size
+    ``fstat`` gave when it was opened (plus one probe byte).
+
+    Why bounded: a symlink to ``/dev/zero`` or a FIFO in place of a sidecar would otherwise
+    make the copy endless or blocking. A file that grows while we copy is cut at its opened
+    size; the signatures before and after the copy then differ and the copy is retried, so the
+    cut never reaches SQLite.
+    """
+    fd, st = _open_regular(source)
+    try:
+        with open(dest, "xb") as out:
+            remaining = st.st_size + 1
+            while remaining > 0:
+                chunk = os.read(fd, min(_CHUNK, remaining))
+                if not chunk:
+                    break
+                out.write(chunk)
+                remaining -= len(chunk)
+    finally:
+        os.close(fd)
+
+
 #: Indirection for tests (a copy that races with a writer).
-copy_file: Callable[[Path, Path], object] = shutil.copyfile
+copy_file: Callable[[Path, Path], object] = copy_regular_file
 
 
 def _busy(message: str) -> StoreError:
@@ -67,22 +134,31 @@ def _unreadable(path: Path, error: OSError) -> StoreError:
 
 
 def _signature(path: Path, suffix: str) -> _Signature:
+    """``lstat`` (never through a link) and the header read through :func:`_open_regular`, so
+    a link, FIFO or device is refused here, before anything is copied or waited on."""
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except FileNotFoundError:
         return None
     except OSError as error:
         raise _unreadable(path, error) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_regular(path, st.st_mode)
     header = b""
     size = _HEADER_BYTES.get(suffix, 0)
     if size:
         try:
-            with open(path, "rb") as handle:
-                header = handle.read(size)
+            fd, _ = _open_regular(path)
         except FileNotFoundError:
             return None
         except OSError as error:
             raise _unreadable(path, error) from None
+        try:
+            header = os.pread(fd, size, 0)
+        except OSError as error:
+            raise _unreadable(path, error) from None
+        finally:
+            os.close(fd)
     return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, header)
 
 
@@ -114,6 +190,29 @@ def _copy_once(db_path: Path, dest_db: Path) -> list[str] | None:
     return copied
 
 
+def _check_room(db_path: Path, dest_dir: Path) -> None:
+    """Refuse a snapshot that cannot fit where it would be written (``snapshot_unavailable``)
+    instead of filling that file system: the copy needs the files' full (apparent) sizes."""
+    needed = 0
+    for suffix in ("", *SIDECAR_SUFFIXES):
+        try:
+            st = os.lstat(f"{db_path}{suffix}")
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            needed += st.st_size
+    try:
+        fs = os.statvfs(dest_dir)
+    except OSError:
+        return
+    available = fs.f_bavail * fs.f_frsize
+    if needed > available:
+        raise StoreError(
+            f"the inspection snapshot needs {needed} bytes but {dest_dir.parent} has {available} free",
+            code="snapshot_unavailable",
+        )
+
+
 def _clear(directory: Path) -> None:
     for entry in directory.iterdir():
         entry.unlink()
@@ -123,10 +222,10 @@ def copy_database_files(db_path: Path, dest_dir: Path) -> list[str]:
     """Copy ``db_path`` and its sidecars into ``dest_dir`` (same names) as one consistent
     snapshot; returns the copied file names (sorted). Raises ``workspace_busy`` after
     :data:`ATTEMPTS` attempts that each raced with a writer, ``workspace_unreadable`` on a
-    permission error, ``database_corrupt`` when the database path is not a regular file."""
+    permission error, ``database_corrupt`` when the database or a sidecar is not a regular
+    file (a symlink, FIFO, device, directory: refused before anything is read from it), and
+    ``snapshot_unavailable`` when the copy would not fit in the temporary file system."""
     dest_db = dest_dir / db_path.name
-    if os.path.lexists(db_path) and not db_path.is_file():
-        raise StoreError(f"{db_path.name} is not a regular file", code="database_corrupt")
     for attempt in range(ATTEMPTS):
         if attempt:
             _clear(dest_dir)
@@ -134,33 +233,12 @@ def copy_database_files(db_path: Path, dest_dir: Path) -> list[str]:
         before = _signatures(db_path)
         if before[""] is None:
             raise StoreError(f"{db_path.name} vanished while it was being inspected", code="workspace_busy")
+        _check_room(db_path, dest_dir)
         copied = _copy_once(db_path, dest_db)
         if copied is not None and _signatures(db_path) == before:
             return sorted(copied)
     _clear(dest_dir)
     raise _busy(f"{db_path.name} kept changing while it was being copied ({ATTEMPTS} attempts)")
-
-
-def make_private_dir(workspace: Path) -> Path:
-    """A fresh temporary directory that is not inside ``workspace`` (so creating and removing
-    it never changes the workspace's listing)."""
-    root = workspace.resolve()
-    candidates = [tempfile.gettempdir(), "/dev/shm", "/var/tmp", "/tmp"]
-    for base in candidates:
-        try:
-            resolved = Path(base).resolve()
-        except OSError:
-            continue
-        if resolved == root or resolved.is_relative_to(root) or not resolved.is_dir():
-            continue
-        try:
-            return Path(tempfile.mkdtemp(prefix="maka-ref-inspect-", dir=resolved))
-        except OSError:
-            continue
-    raise StoreError(
-        "no temporary directory outside the workspace is available for the inspection snapshot",
-        code="snapshot_unavailable",
-    )
 
 
 def settle_hot_journal(dest_db: Path) -> None:

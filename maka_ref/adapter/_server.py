@@ -9,6 +9,12 @@ under a lock, so the failpoint announcement (written from whatever thread reache
 can never interleave with a response.
 
 One request, one response, in order; end-of-file on stdin closes the stores and exits 0.
+
+Bounded requests: a line may not exceed :data:`MAX_LINE_BYTES` (§1.3). A longer one is
+answered ``request_too_large`` (``id`` null: the id is somewhere in bytes never parsed) as
+soon as the cap is passed, its remaining bytes up to the next newline are read in small
+chunks and dropped, and the loop goes on with the next request. So the adapter's memory for
+one request is the cap, not what a client sends.
 """
 
 from __future__ import annotations
@@ -16,14 +22,18 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable, Iterator
 
 from maka_ref.adapter import _faults
 from maka_ref.adapter._dispatch import CAPABILITIES, Dispatcher
 from maka_ref.adapter._errors import OpError
 from maka_ref.adapter._wire import decode_line, encode_message
 
-__all__ = ["ProtocolOutput", "main", "serve"]
+__all__ = ["MAX_LINE_BYTES", "ProtocolOutput", "main", "read_requests", "serve"]
+
+#: Longest request line, without its ``\n`` (protocol §1.3).
+MAX_LINE_BYTES = 16 * 1024 * 1024
+_DISCARD_CHUNK = 64 * 1024
 
 
 class ProtocolOutput:
@@ -69,12 +79,45 @@ def respond(dispatcher: Dispatcher, line: bytes) -> dict[str, Any]:
     return {"id": request_id, **dispatcher.handle(op, params)}
 
 
+def _discard_rest_of_line(stdin: BinaryIO) -> None:
+    """Drop bytes up to and including the next ``\n`` (or end-of-file), a chunk at a time."""
+    while True:
+        chunk = stdin.readline(_DISCARD_CHUNK)
+        if not chunk or chunk.endswith(b"\n"):
+            return
+
+
+def read_requests(stdin: BinaryIO, on_too_large: Callable[[], None]) -> Iterator[bytes]:
+    """Every request line of ``stdin`` (at most :data:`MAX_LINE_BYTES` plus its ``\n``).
+    For a longer line ``on_too_large`` is called once the cap is passed, then the rest of the
+    line is discarded without being kept."""
+    while True:
+        line = stdin.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if not line.endswith(b"\n") and len(line) > MAX_LINE_BYTES:
+            del line
+            on_too_large()
+            _discard_rest_of_line(stdin)
+            continue
+        yield line
+
+
+def _too_large_response() -> dict[str, Any]:
+    error = OpError(
+        "request_too_large",
+        f"a request line is longer than {MAX_LINE_BYTES} bytes (protocol §1.3); it was discarded",
+        {"maxLineBytes": MAX_LINE_BYTES},
+    )
+    return {"id": None, "ok": False, "error": error.to_json()}
+
+
 def serve(stdin: BinaryIO, output: ProtocolOutput, claims: tuple[str, ...] = CAPABILITIES) -> int:
     """Answer every request line of ``stdin``; return 0 at end-of-file."""
     dispatcher = Dispatcher(claims)
     _faults.install_announcer(output.announce)
     try:
-        for line in iter(stdin.readline, b""):
+        for line in read_requests(stdin, lambda: output.send(_too_large_response())):
             if not line.strip():
                 continue
             output.send(respond(dispatcher, line))
