@@ -77,12 +77,14 @@ class ConfinementError(RuntimeLoopError):
     code = "path_not_confined"
 
 
-def is_reserved(component: str) -> bool:
-    """Rule 4: ``component`` (at the workspace's top level) names a runtime file."""
+def _reserved(component: str) -> bool:
     return component.casefold() in RESERVED_NAMES
 
 
-_reserved = is_reserved
+def is_reserved(component: str) -> bool:
+    """Rule 4: ``component`` (at the workspace's top level) names a runtime file. (Looks up
+    ``_reserved`` at call time: the self-test's mutant replaces that one name everywhere.)"""
+    return _reserved(component)
 
 
 def refuse_hardlinked(info: os.stat_result, shown: str) -> None:
