@@ -26,13 +26,16 @@ Each tool declares
 * ``preflight(root, args)`` — argument schema and workspace confinement; raising
   :class:`ToolError` / :class:`~maka_ref._runtime.paths.ConfinementError` makes the runtime
   commit a pre-T1 synthetic error response instead of crossing T1;
-* ``run(ctx, args)`` — the implementation: re-checks confinement (the filesystem may have
-  changed since preflight), performs the effect and returns a JSON result; an expected
+* ``run(ctx, args)`` — the implementation: resolves the path again by descent
+  (:mod:`~maka_ref._runtime.beneath`: ``O_NOFOLLOW`` per component below a directory
+  descriptor, so no symlink swapped in since preflight — or during the call — can redirect
+  it), opens the file relative to its directory's descriptor, refuses a file with more than
+  one link (``path_hardlinked``), performs the effect and returns a JSON result; an expected
   failure raises :class:`ToolError`, which the runtime commits through T2 as an ``isError``
   result. The effect-log line is written by the runtime immediately before ``run``.
 
 Durability: ``Write`` and ``Edit`` replace the whole file through a temporary file in the
-same directory (``.<name>.<operationId>.tmp``: written, fsynced, renamed over the target,
+same directory (created, renamed and fsynced through the directory's descriptor) (``.<name>.<operationId>.tmp``: written, fsynced, renamed over the target,
 directory fsynced). ``Append`` appends in two writes. Failpoint ``P3`` ("implementation in
 progress", spec 20 §2) sits where the effect is *partially* done: after the temporary file is
 durable and before the rename (``Write``/``Edit``), between the two halves of an append

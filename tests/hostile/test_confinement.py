@@ -23,6 +23,7 @@ import psutil
 import pytest
 
 from maka_ref._runtime import run_turn
+from maka_ref._runtime.paths import ConfinementError
 from maka_ref._runtime.tools import TOOLS, ToolContext
 from runtime_support import T1, clean_env, effect_lines, script, write_script
 
@@ -321,3 +322,22 @@ def test_the_symlink_swap_race_never_escapes_in_10000_calls(swapper: tuple[Path,
         f"in {RACE_CALLS} calls")
     assert outside_now == {"f.txt": OUTSIDE_TEXT}
     assert results > 0  # the race did not simply refuse everything
+
+
+def test_the_preflight_answers_a_code_under_the_swap_race(swapper: tuple[Path, Path]) -> None:
+    """The preflight's ``realpath`` meets ``d`` as a symlink in ``lstat`` and as a directory in
+    ``readlink`` (``EINVAL``): that must be a confinement refusal with a code, never a raw
+    ``OSError`` that would stop the turn as a crash."""
+    ws, _ = swapper
+    read = TOOLS["Read"]
+    raw: list[str] = []
+    codes: set[str] = set()
+    for _ in range(RACE_CALLS):
+        try:
+            read.preflight(ws, {"path": "d/f.txt"})
+        except ConfinementError as exc:
+            codes.add(exc.code)
+        except Exception as exc:  # noqa: BLE001 - what this test looks for
+            raw.append(f"{type(exc).__name__}: {exc}")
+    assert raw == [], f"{len(raw)} raw exceptions, e.g. {raw[:3]}"
+    assert codes <= {"path_symlink_escape", "path_changed"}, codes
