@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from crashlab._client import _lifeline
+
 __all__ = ["EXIT_FAILED", "EXIT_HARNESS", "EXIT_OK", "CertifyResult", "certify", "pytest_command"]
 
 EXIT_OK, EXIT_FAILED, EXIT_HARNESS = 0, 1, 2
@@ -111,11 +113,13 @@ def certify(impl: str | None = None, *, level: str | None = None, report_dir: st
                           keyword=keyword, request_timeout=request_timeout, extra=extra_pytest_args)
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTEST_ADDOPTS", None)
+    env[_lifeline.ENV_WATCH_PARENT] = "1"
     result = CertifyResult(EXIT_HARNESS, directory, log_path=log)
     offset = 0
     with open(log, "wb") as log_fh:
-        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
-                                 cwd=directory, env=env, start_new_session=True)
+        # the pytest tree dies with this process, even by SIGKILL (``_lifeline``)
+        child = _lifeline.popen(argv, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
+                                cwd=directory, env=env, start_new_session=True)
         try:
             while child.poll() is None:
                 offset = _follow(events, offset, on_event)

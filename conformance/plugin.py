@@ -47,6 +47,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    import os
+
+    if os.environ.get("MAKA_CONFORMANCE_LIFELINE") == "1":  # started by certify: die with the parent
+        from crashlab._client._lifeline import watch_parent
+
+        watch_parent()
     config.addinivalue_line("markers", "maka_clause(info): a conformance clause (conformance.clauses.clause)")
     if not hasattr(config, "workerinput"):
         from conformance._suite.controller import ControllerPlugin

@@ -21,6 +21,7 @@ import time
 import weakref
 from typing import Any, Callable, Mapping, NoReturn, Sequence
 
+from crashlab._client import _cgroup
 from crashlab._client import _messages as msgs
 from crashlab._client._errors import ProtocolFailure
 from crashlab._client._lines import MAX_LINE_BYTES, Eof, Flood, LeaderGone, Line, LineReader
@@ -98,12 +99,18 @@ class ProtocolClient:
         child_env = dict(os.environ if env is None else env)
         child_env["MAKA_CONFORMANCE"] = "1"
         child_env[SESSION_ENV] = secrets.token_hex(16)
+        cgroup = _cgroup.create(child_env[SESSION_ENV][:16])
         try:
-            popen = spawn(argv, cwd=cwd, env=child_env, prefork=prefork)
+            popen = spawn(argv, cwd=cwd, env=child_env, prefork=prefork, cgroup=cgroup)
         except (OSError, ValueError) as exc:
+            if cgroup is not None:
+                cgroup.remove()
             raise ProtocolFailure("spawn_failed", f"cannot start {argv!r}: {exc}", op="hello") from None
+        if cgroup is not None and not cgroup.contains(popen.pid) and not cgroup.join(popen.pid):
+            cgroup.remove()  # the kernel refused: track as without cgroups
+            cgroup = None
         client = cls(
-            ProcessTree(popen, child_env[SESSION_ENV]),
+            ProcessTree(popen, child_env[SESSION_ENV], cgroup),
             request_timeout=request_timeout,
             validator=validator,
         )
@@ -329,6 +336,7 @@ class ProtocolClient:
     def _release(self) -> None:
         """Join the reader threads and close our pipe ends (only those whose reader ended)."""
         self._finalizer.detach()
+        self._tree.release()
         popen = self._tree.popen
         for reader, stream in ((self._stdout, popen.stdout), (self._stderr, popen.stderr)):
             if reader.join(_THREAD_JOIN_S) and stream is not None:

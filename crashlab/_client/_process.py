@@ -30,6 +30,8 @@ from typing import Callable, Mapping, Sequence
 
 import psutil
 
+from crashlab._client import _lifeline
+from crashlab._client._cgroup import SessionCgroup
 from crashlab._client._process_kill import _add, _alive, _in_group, _kill, _wait_dead
 from crashlab._client._process_proc import _ppid_table, _proc_table, _start_ticks
 from crashlab._client._zygote import ForkedChild, prefork_argv, spawn_forked
@@ -46,21 +48,25 @@ _Predicate = Callable[[psutil.Process], bool]
 
 def spawn(
     argv: Sequence[str], *, cwd: str | os.PathLike[str] | None, env: Mapping[str, str],
-    prefork: bool | None = None,
+    prefork: bool | None = None, cgroup: SessionCgroup | None = None,
 ) -> "subprocess.Popen[bytes] | ForkedChild":
     """Start ``argv`` in a new session with three pipes; raises ``OSError`` if it cannot.
 
     A ``python -m MODULE`` command of this interpreter is forked from a warm zygote when
     ``prefork`` allows it (``None``: unless ``CRASHLAB_NO_PREFORK=1``), see ``_zygote``; the
     handle then is a :class:`~crashlab._client._zygote.ForkedChild`, otherwise a ``Popen``.
+    Either way the child joins ``cgroup`` before it runs a line of its own, and dies with
+    this process (``_lifeline``).
     """
+    procs = cgroup.procs_file if cgroup is not None else None
     target = prefork_argv(argv, prefork)
     if target is not None:
-        child = spawn_forked(target[0], target[1], cwd=cwd, env=env, session_env=SESSION_ENV)
+        child = spawn_forked(target[0], target[1], cwd=cwd, env=env, session_env=SESSION_ENV, cgroup=procs)
         if child is not None:
             return child
-    return subprocess.Popen(
+    return _lifeline.popen(
         list(argv),
+        cgroup_procs=procs,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -140,8 +146,10 @@ def write_all(fd: int, data: bytes, deadline: float) -> bool:
 class ProcessTree:
     """The child and every process it spawned, found by record, group, session and token."""
 
-    def __init__(self, popen: "subprocess.Popen[bytes] | ForkedChild", token: str) -> None:
+    def __init__(self, popen: "subprocess.Popen[bytes] | ForkedChild", token: str,
+                 cgroup: SessionCgroup | None = None) -> None:
         self.popen = popen
+        self.cgroup = cgroup
         self.pid = popen.pid
         self.pgid = popen.pid  # new session: the leader's pid is the group and session id
         self.token = token
@@ -218,6 +226,10 @@ class ProcessTree:
             if _alive(proc):
                 found[pid] = proc
         own = {os.getpid(), self.pid}
+        if self.cgroup is not None:  # everything it ever started, daemons included
+            for pid in self.cgroup.pids():
+                if pid not in own and pid not in found:
+                    _add(found, pid)
         ours = self.group_is_ours()
         table = _proc_table()
         if table is not None:  # Linux: one pass over /proc/*/stat
@@ -315,8 +327,15 @@ class ProcessTree:
             if self.popen.returncode is None:
                 self.signal_group(signal.SIGKILL)
                 self.wait_leader(1.0)
+            self.release()
         except Exception:  # pragma: no cover - best effort, must never raise
             pass
+
+    def release(self) -> None:
+        """The session is over: kill whatever is still in its cgroup and remove the cgroup."""
+        cgroup, self.cgroup = self.cgroup, None
+        if cgroup is not None:
+            cgroup.remove()
 
     def _sweep(self, wait_first: _Predicate, grace: float) -> tuple[int, ...]:
         members = self.members()

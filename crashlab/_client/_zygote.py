@@ -54,6 +54,8 @@ import time
 from collections import OrderedDict
 from typing import Mapping, Sequence
 
+from crashlab._client import _lifeline
+
 __all__ = ["ENV_OPT_OUT", "MAX_ZYGOTES", "ForkedChild", "Zygote", "prefork_argv", "shutdown_zygotes", "spawn_forked",
            "zygote_pids"]
 
@@ -178,7 +180,7 @@ class Zygote:
         self._channel = parent
         self._lock = threading.Lock()
         try:
-            self.proc = subprocess.Popen(
+            self.proc = _lifeline.popen(  # the zygote, and so its children, die with this process
                 [sys.executable, "-m", "crashlab._client._zygote_server", "--channel", str(child.fileno()),
                  *([] if learn else ["--no-learn"]), module, *preload],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -212,7 +214,8 @@ class Zygote:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def spawn(self, args: Sequence[str], *, cwd: str | os.PathLike[str] | None, env: Mapping[str, str]) -> ForkedChild:
+    def spawn(self, args: Sequence[str], *, cwd: str | os.PathLike[str] | None, env: Mapping[str, str],
+              cgroup: str | None = None) -> ForkedChild:
         """Fork one child; raises ``OSError`` if the zygote cannot (the caller falls back)."""
         cwd_text = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
         if not os.path.isdir(cwd_text):
@@ -221,7 +224,7 @@ class Zygote:
         ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
         theirs = [pipes[0][0], pipes[1][1], pipes[2][1]]
         mine, remote = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        request = json.dumps({"argv": list(args), "env": dict(env), "cwd": cwd_text}).encode("utf-8")
+        request = json.dumps({"argv": list(args), "env": dict(env), "cwd": cwd_text, "cgroup": cgroup}).encode("utf-8")
         try:
             with self._lock:
                 socket.send_fds(self._channel, [b"S"], [*theirs, remote.fileno()])
@@ -298,7 +301,7 @@ def _reset_after_fork() -> None:
 
 
 def spawn_forked(module: str, args: Sequence[str], *, cwd: str | os.PathLike[str] | None, env: Mapping[str, str],
-                 session_env: str) -> ForkedChild | None:
+                 session_env: str, cgroup: str | None = None) -> ForkedChild | None:
     """Fork ``python -m module args`` from a zygote, or ``None`` when no zygote can serve it."""
     if os.getpid() != _owner_pid:
         _reset_after_fork()
@@ -325,7 +328,7 @@ def spawn_forked(module: str, args: Sequence[str], *, cwd: str | os.PathLike[str
         _retiring[:] = [z for z in _retiring if z.alive]
         _registry.move_to_end(key)
     try:
-        return zygote.spawn(args, cwd=cwd, env=env)
+        return zygote.spawn(args, cwd=cwd, env=env, cgroup=cgroup)
     except FileNotFoundError:
         raise
     except OSError:  # the zygote stopped forking (e.g. a learned import started a thread)

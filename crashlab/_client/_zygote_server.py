@@ -45,6 +45,7 @@ import struct
 import sys
 from typing import Any
 
+from crashlab._client._lifeline import die_with_parent
 from crashlab._client._zygote_child import _exit_code, _finish, _max_fd
 from crashlab._client._zygote_preload import _flush_stdio, _learn, _threads, preload
 from crashlab._client._zygote_status import _on_status_readable, _reap, _recv_exact, _send
@@ -53,6 +54,7 @@ _REQUEST_TIMEOUT_S = 10.0
 _MAX_REQUEST = 16 * 1024 * 1024
 
 
+_zygote_pid = os.getpid()
 _learn_w = -1  # write end of the pipe on which children report the modules they imported
 _known: set[str] = set()  # sys.modules of the zygote at the last fork
 
@@ -61,6 +63,8 @@ def _child(module: str, request: dict[str, Any], fds: list[int]) -> None:
     """In the forked child: become the implementation process. Never returns."""
     code = 1
     try:
+        _join_cgroup(request.get("cgroup"), os.getpid())  # before anything that could fork
+        die_with_parent(_zygote_pid)  # the zygote is single-threaded: its main thread is the parent
         os.setsid()
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
@@ -94,6 +98,21 @@ def _child(module: str, request: dict[str, Any], fds: list[int]) -> None:
         _report_modules()
     finally:
         os._exit(code)
+
+
+def _join_cgroup(procs: Any, pid: int) -> None:
+    """Write ``pid`` into the session's ``cgroup.procs`` (both the child and the zygote do, so
+    the child is in it before the client learns its pid and before it can fork)."""
+    if not isinstance(procs, str) or not procs:
+        return
+    try:
+        fd = os.open(procs, os.O_WRONLY)
+        try:
+            os.write(fd, str(pid).encode("ascii"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # the client checks membership and falls back to tracking without the cgroup
 
 
 def _report_modules() -> None:
@@ -227,6 +246,7 @@ def _accept(module: str, channel: socket.socket, children: dict[int, socket.sock
         return True
     if pid == 0:  # pragma: no cover - the child; runs in its own process
         _child(module, request, fds[:3])
+    _join_cgroup(request.get("cgroup"), pid)
     _known.update(sys.modules)
     for fd in fds[:3]:
         os.close(fd)

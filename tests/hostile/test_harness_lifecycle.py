@@ -69,16 +69,16 @@ def _hostile(tmp_path: Path, mode: str) -> str:
     return f"{sys.executable} {script} {mode}"
 
 
-def _python(*args: str, timeout: float = 240, **kwargs: object) -> subprocess.CompletedProcess[str]:
+def _python(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """Run this interpreter in ``cwd`` (never the checkout: ``-m`` imports from the cwd first)."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=env,
-                          **kwargs)  # type: ignore[call-overload]
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
 
 
 def _certify(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
     report_dir = tmp_path / "report"
     done = _python("-m", "conformance", "certify", "--progress", "none", "-n", "0", "--report-dir",
-                   str(report_dir), *args)
+                   str(report_dir), *args, cwd=tmp_path)
     path = report_dir / "report.json"
     return done, json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
@@ -191,3 +191,163 @@ def test_a_leader_that_exits_while_a_child_holds_stdout_is_noticed_at_its_exit(
     assert caught.value.verdict == "exited", str(caught.value)
     assert "exit status 0" in caught.value.message, caught.value.message
     assert _sleepers_of(no_leftover_sleepers) == []
+
+
+# ---------------------------------------------------------------------------------- 3. daemons
+
+
+def _cgroup_unavailable() -> str | None:
+    """Why the harness cannot track by cgroup here (``None``: it can; an older harness without
+    cgroup tracking is judged as if it could, so the test shows what it misses)."""
+    try:
+        from crashlab._client import _cgroup
+    except ImportError:
+        return None
+    return _cgroup.unavailable_reason()
+
+
+def test_a_double_forked_setsid_daemon_without_the_token_fails_the_run_and_is_killed(
+        tmp_path: Path, no_leftover_sleepers: str) -> None:
+    """Every session of this implementation leaves a daemon (double fork, ``setsid``, empty
+    environment) that neither the process group nor the session token can find. The session's
+    cgroup finds it: the run fails with ``survivors`` and nothing is left running."""
+    reason = _cgroup_unavailable()
+    if reason is not None:
+        pytest.skip(f"no cgroup v2 for the harness here: {reason}")
+    done, report = _certify(tmp_path, "--impl", _hostile(tmp_path, "daemon"), "-k", FRESH_CLAUSE)
+    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
+    (clause,) = [c for c in report["clauses"] if c["clause_id"] == FRESH_CLAUSE]
+    assert clause["outcome"] == "failed" and "survivors" in clause["message"], clause
+    assert any("survivors" in e for e in report["harness_errors"]), report["harness_errors"]
+    assert _sleepers_of(no_leftover_sleepers) == []
+
+
+# ---------------------------------------------------------------------------------- 4. lifelines
+
+_CLIENT_AT_FAILPOINT = textwrap.dedent('''
+    import sys, time
+    from crashlab import ProtocolClient
+    from crashlab.testing import bad_adapter
+    client = ProtocolClient.start(bad_adapter.command("good", sys.argv[2]), prefork=sys.argv[1] == "prefork")
+    client.call("faults.arm", {"failpoint": "FP2"})
+    client.call_until_failpoint("work", {"through": ["FP1", "FP2"]}, failpoint="FP2", timeout=60)
+    print(client.pid, flush=True)
+    time.sleep(300)
+''')
+
+
+def _gone(pids: list[int], within: float) -> list[int]:
+    """The pids still alive (not zombies) after waiting up to ``within`` seconds for them."""
+    deadline = time.monotonic() + within
+    while True:
+        alive = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.05)
+
+
+def _kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+@pytest.mark.parametrize("prefork", ["prefork", "plain"])
+def test_an_implementation_blocked_at_a_failpoint_dies_with_a_sigkilled_client(tmp_path: Path, prefork: str) -> None:
+    """A harness killed with SIGKILL runs no cleanup; its implementation, blocked at a failpoint
+    (it waits to be killed), must still not wait forever: it dies with its parent."""
+    script = tmp_path / "client.py"
+    script.write_text(_CLIENT_AT_FAILPOINT, encoding="utf-8")
+    harness = subprocess.Popen([sys.executable, str(script), prefork, f"lifeline-{tmp_path.name}"], cwd=tmp_path,
+                               stdout=subprocess.PIPE, text=True, start_new_session=True)
+    adapter = 0
+    try:
+        adapter = int(harness.stdout.readline())  # type: ignore[union-attr]
+        assert psutil.Process(adapter).status() != psutil.STATUS_ZOMBIE
+        harness.kill()
+        harness.wait(10)
+        alive = _gone([adapter], within=10.0)
+        assert alive == [], f"the adapter {adapter} outlived its SIGKILLed client"
+    finally:
+        harness.kill()
+        harness.wait(10)
+        _kill_all([adapter] if adapter else [])
+
+
+def test_a_sigkilled_sweep_leaves_no_stopped_implementation(tmp_path: Path) -> None:
+    """``crashlab sweep`` of a pause trial stops an implementation (SIGSTOP at the point).
+    SIGKILL the sweep while it is stopped: no process of the sweep's tree may stay behind."""
+    sweep = subprocess.Popen([sys.executable, "-m", "crashlab", "sweep", "--points", "P3", "--fault", "pause",
+                              "--trials", "3", "--report-dir", str(tmp_path / "r")], cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    tree: dict[int, psutil.Process] = {}
+    stopped = None
+    try:
+        deadline = time.monotonic() + 120
+        while stopped is None and sweep.poll() is None and time.monotonic() < deadline:
+            try:
+                for proc in psutil.Process(sweep.pid).children(recursive=True):
+                    tree.setdefault(proc.pid, proc)
+                    if proc.status() == psutil.STATUS_STOPPED:
+                        stopped = proc
+            except psutil.NoSuchProcess:
+                break
+            time.sleep(0.005)
+        assert stopped is not None, "no implementation was ever seen stopped"
+        sweep.kill()
+        sweep.wait(10)
+        alive = _gone(list(tree), within=10.0)
+        assert alive == [], f"processes of the sweep outlived it: {alive} (stopped one: {stopped.pid})"
+    finally:
+        sweep.kill()
+        sweep.wait(10)
+        for proc in tree.values():
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+
+
+def test_a_sigkilled_certify_leaves_no_pytest_tree_running(tmp_path: Path) -> None:
+    """``certify`` runs pytest (and its xdist workers, and their implementations) in a child
+    session. SIGKILL ``certify`` mid-run: its whole tree must be gone soon after."""
+    certify = subprocess.Popen([sys.executable, "-m", "conformance", "certify", "--progress", "none", "-n", "2",
+                                "--report-dir", str(tmp_path / "r")], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    tree: dict[int, psutil.Process] = {}
+    try:
+        deadline = time.monotonic() + 120
+        adapters = 0
+        while adapters < 2 and certify.poll() is None and time.monotonic() < deadline:
+            for proc in psutil.Process(certify.pid).children(recursive=True):
+                tree.setdefault(proc.pid, proc)
+            adapters = sum(1 for p in tree.values() if _is_adapter(p))
+            time.sleep(0.05)
+        assert adapters >= 2, "the run never started its implementations"
+        certify.kill()
+        certify.wait(10)
+        alive = _gone(list(tree), within=15.0)
+        assert alive == [], f"processes of certify outlived it: {alive}"
+    finally:
+        certify.kill()
+        certify.wait(10)
+        for proc in tree.values():
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+
+
+def _is_adapter(proc: psutil.Process) -> bool:
+    try:
+        return "maka_ref.adapter" in " ".join(proc.cmdline())
+    except psutil.Error:
+        return False
