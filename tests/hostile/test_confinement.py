@@ -341,3 +341,60 @@ def test_the_preflight_answers_a_code_under_the_swap_race(swapper: tuple[Path, P
             raw.append(f"{type(exc).__name__}: {exc}")
     assert raw == [], f"{len(raw)} raw exceptions, e.g. {raw[:3]}"
     assert codes <= {"path_symlink_escape", "path_changed"}, codes
+
+
+def test_the_descent_resolves_links_inside_as_the_text_rule_does(tmp_path: Path) -> None:
+    """The descent (what the tools use) agrees with the preflight's ``realpath`` rule on every
+    path the rule accepts and resolves to an existing directory; it refuses with the same code
+    whatever the rule refuses; the rest are I/O errors the tool reports (a file or a loop on the
+    way, a missing directory when nothing may be created)."""
+    from maka_ref._runtime.beneath import descend
+    from maka_ref._runtime.paths import confined_text, is_reserved, path_parts
+
+    base = Path(os.path.realpath(tmp_path))
+    root = base / "ws"
+    (root / "dir" / "sub").mkdir(parents=True)
+    (root / "file.txt").write_text("x")
+    (base / "outside").mkdir()
+    os.symlink(root / "dir", root / "link_abs_in")
+    os.symlink("dir/sub", root / "link_rel_in")
+    os.symlink("../ws/dir", root / "link_out_and_back")
+    os.symlink(base / "outside", root / "link_out")
+    os.symlink("..", root / "dir" / "up")
+    os.symlink("../..", root / "dir" / "up2")
+    os.symlink("runtime.sqlite", root / "link_reserved")
+    os.symlink("../.maka-effects.jsonl", root / "dir" / "link_reserved_up")
+    os.symlink("missing", root / "dangling")
+    os.symlink("loop_b", root / "loop_a")
+    os.symlink("loop_a", root / "loop_b")
+    os.symlink(".", root / "self")
+
+    def descent(path: str) -> tuple[str, str]:
+        try:
+            with descend(str(root), path_parts(path), create_dirs=False, reserved=is_reserved, shown=path) as where:
+                return ("ok", os.path.join(os.path.realpath(where.dir_text), where.name))
+        except ConfinementError as exc:
+            return ("error", exc.code)
+        except OSError as exc:
+            return ("oserror", str(exc.errno))
+
+    def rule(path: str) -> tuple[str, str]:
+        try:
+            return ("ok", confined_text(str(root), path))
+        except ConfinementError as exc:
+            return ("error", exc.code)
+
+    io_errors = {"file.txt/below", "dangling/x", "loop_a/x", "new/deep/file", "DIR/x"}
+    paths = ["a.txt", "dir/x", "dir/sub/y", "link_abs_in/x", "link_abs_in", "link_rel_in/z",
+             "link_out/x", "link_out", "dir/up/file.txt", "dir/up2/x", "link_reserved", "dir/link_reserved_up",
+             "dangling", "self/dir/x", "self/runtime.sqlite", "self", *sorted(io_errors)]
+    # Stricter by design (as openat2's RESOLVE_BENEATH): a relative link may not pass through a
+    # directory above the root even to come back, since that directory is not ours to trust.
+    assert descent("link_out_and_back/x") == ("error", "path_symlink_escape")
+    assert rule("link_out_and_back/x") == ("ok", str(root / "dir" / "x"))
+    for path in paths:
+        got, expected = descent(path), rule(path)
+        if path in io_errors:
+            assert got[0] == "oserror", (path, got, expected)
+        else:
+            assert got == expected, (path, got, expected)
