@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,9 +26,28 @@ from typing import Any, Callable, Mapping, Sequence
 
 from crashlab._client import _lifeline
 
-__all__ = ["EXIT_FAILED", "EXIT_HARNESS", "EXIT_OK", "CertifyResult", "certify", "pytest_command"]
+__all__ = ["EXIT_FAILED", "EXIT_HARNESS", "EXIT_INTERRUPTED", "EXIT_OK", "CertifyResult", "certify",
+           "interrupt_runs", "pytest_command"]
 
 EXIT_OK, EXIT_FAILED, EXIT_HARNESS = 0, 1, 2
+#: SIGINT: a partial report was written (128 + SIGINT, as a shell reports it).
+EXIT_INTERRUPTED = 130
+#: After SIGINT, how long pytest gets to write its own (partial) reports before it is killed.
+_INTERRUPT_GRACE_S = 10.0
+
+_interrupt_all = threading.Event()
+
+
+def interrupt_runs(stop: bool = True) -> None:
+    """Make every :func:`certify` running in this process (in any thread) stop as if
+    interrupted, and write its partial report (``stop=False`` allows new runs again).
+
+    Why: SIGINT reaches only the main thread; ``selftest`` runs certifications on a thread pool
+    and must stop them all."""
+    if stop:
+        _interrupt_all.set()
+    else:
+        _interrupt_all.clear()
 DEFAULT_REPORT_DIR = "maka-conformance-report"
 #: The deadline of a whole run unless the caller gives one: far above the 5-minute target,
 #: far below "hung forever".
@@ -47,6 +67,7 @@ class CertifyResult:
     harness_error: str | None = None
     log_path: Path | None = None
     duration_s: float = 0.0
+    interrupted: bool = False
 
 
 def pytest_command(*, impl: str | None, level: str | None, report_dir: Path, events: Path, workers: int | str | None,
@@ -105,7 +126,7 @@ def certify(impl: str | None = None, *, level: str | None = None, report_dir: st
     started = time.monotonic()
     directory = Path(report_dir if report_dir is not None else DEFAULT_REPORT_DIR).resolve()
     directory.mkdir(parents=True, exist_ok=True)
-    for stale in ("report.json", "junit.xml", "report.md", "report.html", "events.jsonl"):
+    for stale in ("report.json", "junit.xml", "report.md", "report.html", "events.jsonl", "reports.json"):
         (directory / stale).unlink(missing_ok=True)
     events, log = directory / "events.jsonl", directory / "pytest.log"
     events.touch()
@@ -123,12 +144,17 @@ def certify(impl: str | None = None, *, level: str | None = None, report_dir: st
         try:
             while child.poll() is None:
                 offset = _follow(events, offset, on_event)
+                if _interrupt_all.is_set():
+                    raise KeyboardInterrupt
                 if time.monotonic() - started > run_timeout:
                     os.killpg(child.pid, signal.SIGKILL)
                     child.wait(10)
                     result.harness_error = f"the run exceeded its deadline of {run_timeout:.0f} s and was killed"
                     break
                 time.sleep(0.1)
+        except KeyboardInterrupt:
+            result.interrupted = True
+            _stop_gracefully(child)
         except BaseException:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait(10)
@@ -138,9 +164,104 @@ def certify(impl: str | None = None, *, level: str | None = None, report_dir: st
     _follow(events, offset, on_event)
     result.pytest_exit = child.returncode
     result.duration_s = time.monotonic() - started
+    if result.interrupted:
+        return _partial_results(result, events, impl)
     if result.harness_error is not None:
         return result
     return _read_results(result)
+
+
+def _stop_gracefully(child: "subprocess.Popen[bytes]") -> None:
+    """SIGINT to pytest (it writes what it has), a bounded wait, then SIGKILL to its group.
+    A second Ctrl-C skips the wait."""
+    try:
+        try:
+            os.kill(child.pid, signal.SIGINT)
+            child.wait(_INTERRUPT_GRACE_S)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt, ProcessLookupError):
+            pass
+    finally:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        child.wait()
+
+
+def _partial_results(result: CertifyResult, events: Path, impl: str | None) -> CertifyResult:
+    """The reports of an interrupted run, marked ``interrupted``: pytest's own when it wrote
+    them in time, else rebuilt from the progress events (clauses that finished)."""
+    from conformance.reports import RunReport, write_reports
+
+    result.exit_code = EXIT_INTERRUPTED
+    directory = result.report_dir
+    reports: list[tuple[RunReport, Path]] = []
+    index = directory / "reports.json"
+    try:
+        listing = json.loads(index.read_text(encoding="utf-8"))["reports"]
+        for entry in listing:
+            path = directory / entry["json"]
+            reports.append((RunReport.from_json(path.read_text(encoding="utf-8")), path.parent))
+    except (OSError, ValueError, KeyError, TypeError):
+        reports = [(_report_from_events(events, impl), directory)]
+    total = _collected_total(events)
+    listing_out = []
+    for report, where in reports:
+        report.interrupted = True
+        done = len(report.clauses)
+        report.harness_errors = [e for e in report.harness_errors if "ended with exit status" not in e]
+        report.harness_errors.append(f"interrupted (SIGINT) after {done} of {total if total is not None else '?'} "
+                                     f"selected clauses: this is a partial report and certifies nothing")
+        final = report.finalized()
+        paths = write_reports(final, where)
+        result.reports.append(final)
+        entry = {"target": "local"} | {kind: str(p.relative_to(directory)) for kind, p in paths.items()}
+        listing_out.append(entry)
+        for kind, p in paths.items():
+            result.report_paths[kind] = p
+    index.write_text(json.dumps({"reports": listing_out}, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+def _event_lines(events: Path) -> list[dict[str, Any]]:
+    try:
+        text = events.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue  # the last line may be cut by the kill
+        if isinstance(item, dict):
+            out.append(item)
+    return out
+
+
+def _collected_total(events: Path) -> int | None:
+    for item in _event_lines(events):
+        if item.get("event") == "collected" and isinstance(item.get("total"), int):
+            return int(item["total"])
+    return None
+
+
+def _report_from_events(events: Path, impl: str | None) -> Any:
+    from conformance._suite.finish import _suite_version
+    from conformance.reports import ClauseResult, RunReport
+
+    clauses = []
+    for item in _event_lines(events):
+        if item.get("event") != "clause":
+            continue
+        info = item.get("clause") or {}
+        clauses.append(ClauseResult(
+            clause_id=str(item.get("clauseId")), capability=str(info.get("capability") or "unknown"),
+            level=str(info.get("level") or "ledger"), outcome=str(item.get("outcome") or "error"),
+            title=str(info.get("title") or ""), spec=str(info.get("spec") or ""),
+            duration_s=float(item.get("durationS") or 0.0), message=str(item.get("message") or ""),
+            target=str(item.get("target") or "local")))
+    return RunReport(suite_version=_suite_version(), implementation={"command": impl}, clauses=clauses)
 
 
 def _reap_group(pgid: int) -> None:

@@ -1,7 +1,8 @@
 """``maka-conformance``: certify an implementation, merge platform reports, export vectors.
 
 Exit codes (every subcommand): 0 success (certify: every claimed clause passed), 1 a clause
-failed, 2 a usage or harness error. The work is done by library functions that the tests
+failed, 2 a usage or harness error, 130 interrupted by SIGINT (one line on stderr; certify,
+fuzz and selftest write a partial report marked interrupted). The work is done by library functions that the tests
 call directly; this module parses arguments and prints.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Sequence, TextIO
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # SIGINT (Ctrl-C): one line on stderr, a partial report where the command writes one
 LEVELS = ("ledger", "durable", "live", "recovery")
 
 
@@ -73,6 +75,11 @@ def _cmd_certify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     finally:
         if progress is not None:
             progress.finish()
+    if result.interrupted:
+        done = sum(len(r.clauses) for r in result.reports)
+        print(f"maka-conformance: interrupted: partial report ({done} clauses finished) in {result.report_dir}",
+              file=err)
+        return EXIT_INTERRUPTED
     if result.harness_error is not None:
         print(f"maka-conformance: error: {result.harness_error}", file=err)
         return EXIT_HARNESS
@@ -178,7 +185,11 @@ def run(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stde
             return EXIT_USAGE
     handler: Any = {"certify": _cmd_certify, "clauses": _cmd_clauses, "matrix": _cmd_matrix,
                     "vectors": _cmd_vectors, "selftest": _cmd_selftest, **_fuzz_commands()}[args.command]
-    return int(handler(args, out, err))
+    try:
+        return int(handler(args, out, err))
+    except KeyboardInterrupt:  # a command without its own partial report: still one line, no traceback
+        print("maka-conformance: interrupted", file=err)
+        return EXIT_INTERRUPTED
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:

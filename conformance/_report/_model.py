@@ -158,6 +158,8 @@ class RunReport:
     level_reached: str | None = None
     harness_errors: list[str] = field(default_factory=list)
     levels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The run was stopped (SIGINT) before every selected clause ran: a partial report.
+    interrupted: bool = False
 
     # -- derived views -------------------------------------------------------------------
 

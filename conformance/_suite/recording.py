@@ -105,7 +105,10 @@ class Recorder:
             self.done += 1
             self.emit({"event": "clause", "clauseId": info.get("clauseId"), "outcome": record.outcome,
                        "target": target, "done": self.done, "total": self.total,
-                       "message": record.message.splitlines()[0][:200] if record.message else ""})
+                       "message": record.message.splitlines()[0][:200] if record.message else "",
+                       # enough to rebuild a partial report if the run is interrupted
+                       "clause": {k: info.get(k) for k in ("capability", "level", "title", "spec")},
+                       "durationS": round(record.duration_s, 4)})
 
     @staticmethod
     def _skip(record: ClauseRecord, report: Any) -> None:

@@ -80,7 +80,32 @@ def _base_dir() -> str | None:
             _reason = f"the harness's cgroup {own} is not writable (no delegated cgroup subtree)"
             return None
         _base = own
+        _remove_stale(own)
         return _base
+
+
+def _remove_stale(base: str) -> None:
+    """Remove the empty session cgroups of harness processes that are gone (a harness killed
+    with SIGKILL cannot remove its own); a non-empty one is left for its owner or the kernel."""
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split("-")
+        if len(parts) != 3 or parts[0] != "maka" or not parts[1].isdigit():
+            continue
+        try:
+            os.kill(int(parts[1]), 0)
+            continue  # its harness is alive
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        try:
+            os.rmdir(os.path.join(base, name))
+        except OSError:
+            pass
 
 
 def unavailable_reason() -> str | None:

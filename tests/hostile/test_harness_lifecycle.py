@@ -18,7 +18,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import psutil
 import pytest
@@ -351,3 +351,59 @@ def _is_adapter(proc: psutil.Process) -> bool:
         return "maka_ref.adapter" in " ".join(proc.cmdline())
     except psutil.Error:
         return False
+
+
+# ---------------------------------------------------------------------------------- 5. SIGINT
+
+
+def _tree_of(pid: int, into: dict[int, psutil.Process]) -> None:
+    try:
+        for proc in psutil.Process(pid).children(recursive=True):
+            into.setdefault(proc.pid, proc)
+    except psutil.NoSuchProcess:
+        pass
+
+
+def _interrupt_when(proc: "subprocess.Popen[str]", ready: "Callable[[], bool]", tree: dict[int, psutil.Process],
+                    within: float = 120.0) -> tuple[int, str]:
+    """Wait until ``ready()``, send SIGINT, and return (exit status, stderr)."""
+    deadline = time.monotonic() + within
+    while not ready() and proc.poll() is None and time.monotonic() < deadline:
+        _tree_of(proc.pid, tree)
+        time.sleep(0.05)
+    _tree_of(proc.pid, tree)
+    assert proc.poll() is None, "the command ended before it could be interrupted"
+    assert ready(), "the command never got far enough to be interrupted"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=90)
+    return proc.returncode, err
+
+
+def _finished_clauses(events: Path) -> int:
+    try:
+        return sum(1 for line in events.read_text().splitlines() if '"event": "clause"' in line)
+    except OSError:
+        return 0
+
+
+def test_sigint_to_certify_writes_a_partial_report_and_leaves_nothing_running(tmp_path: Path) -> None:
+    report_dir = tmp_path / "r"
+    certify = subprocess.Popen([sys.executable, "-m", "conformance", "certify", "--progress", "none", "-n", "2",
+                                "--report-dir", str(report_dir)], cwd=tmp_path, text=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    tree: dict[int, psutil.Process] = {}
+    try:
+        status, err = _interrupt_when(certify, lambda: _finished_clauses(report_dir / "events.jsonl") >= 3, tree)
+        assert "Traceback" not in err, err
+        assert status == 130, (status, err)
+        assert len(err.strip().splitlines()) == 1 and "interrupted" in err, err
+        report = json.loads((report_dir / "report.json").read_text())
+        assert report["interrupted"] is True
+        assert len(report["clauses"]) >= 3
+        assert any("interrupted" in e for e in report["harness_errors"])
+        assert report["level_reached"] is None
+        assert _gone(list(tree), within=10.0) == []
+    finally:
+        certify.kill()
+        certify.communicate()
+        _kill_all(list(tree))
