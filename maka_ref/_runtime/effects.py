@@ -103,12 +103,22 @@ class EffectLogContents:
 
 def read_effect_log(workspace: str | os.PathLike[str]) -> EffectLogContents:
     """Read the log of ``workspace`` (absent → empty). Lines that are not JSON objects raise
-    ``ValueError`` unless they are the unterminated last line (a torn tail)."""
+    ``ValueError`` unless they are the unterminated last line (a torn tail); a log that is a
+    symlink (``ELOOP``) or not a regular file raises ``OSError``."""
     path = Path(workspace) / EFFECT_LOG_NAME
-    try:
-        data = path.read_bytes()
+    try:  # like the writer: never through a symlink, never blocking on a FIFO
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC)
     except FileNotFoundError:
         return EffectLogContents((), False)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EPERM, f"{EFFECT_LOG_NAME} is not a regular file")
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
     lines = data.split(b"\n")
     torn = lines[-1] != b""
     complete = lines[:-1]

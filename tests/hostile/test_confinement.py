@@ -398,3 +398,26 @@ def test_the_descent_resolves_links_inside_as_the_text_rule_does(tmp_path: Path)
             assert got[0] == "oserror", (path, got, expected)
         else:
             assert got == expected, (path, got, expected)
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_reading_the_effect_log_never_follows_a_link_or_blocks_on_a_fifo(places: tuple[Path, Path], kind: str) -> None:
+    """``read_effect_log`` (resume's check that the store is not behind the log) opens the log
+    like the writer does: a symlink to an outside file is not read as the oracle, a FIFO does
+    not hang the reader (a child process, so a hang fails the test instead of the suite)."""
+    ws, outside = places
+    if kind == "symlink":
+        line = {"operationId": "toolop_outside", "tool": "Write", "argsHash": "x", "pid": 1}
+        (outside / "log").write_text(json.dumps(line) + "\n")
+        os.symlink(outside / "log", ws / ".maka-effects.jsonl")
+    else:
+        os.mkfifo(ws / ".maka-effects.jsonl")
+    code = ("import sys\nfrom maka_ref._runtime.effects import read_effect_log\n"
+            "try:\n    print(read_effect_log(sys.argv[1]))\nexcept OSError as exc:\n    print('OSError', exc.errno)\n")
+    try:
+        done = subprocess.run([sys.executable, "-c", code, str(ws)], capture_output=True, text=True, timeout=30,
+                              env=clean_env())
+    except subprocess.TimeoutExpired:
+        pytest.fail("read_effect_log blocked on a FIFO")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("OSError"), done.stdout
