@@ -5,6 +5,8 @@ Flow:
 1. flag off (``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME`` ≠ ``"1"``) → park ``resume_feature_disabled``
    without opening any store;
 2. no ``runtime.sqlite`` / no runs → park ``resume_candidate_missing`` (nothing is created);
+   a store that lost history the effect log proves (a deleted WAL) → ``store_behind_effect_log``
+   (:mod:`.effect_guard`), before anything is planned;
 3. candidate: with ``session_id``, ``plan_latest`` of that session; without, the newest
    session-inline ``failed``/``cancelled`` run of the whole workspace (same ordering), then
    ``plan_authoritative`` on its session;
@@ -43,6 +45,7 @@ from maka_ref._store.agent_runs import DB_FILE_NAME, AgentRunStore
 from maka_ref._store.runtime_store import RuntimeStore
 
 from . import lifecycle as lc
+from .effect_guard import check_store_covers_effect_log
 from .execute import execute_continuation
 from .sidecar import read_script_sidecar
 from .world import StoreWorld, default_tool_catalog
@@ -146,6 +149,8 @@ def resume_session(
     try:
         runs = AgentRunStore.open(workspace)
         try:
+            with store.read() as conn:  # a store rolled back behind its effect log is never resumed
+                check_store_covers_effect_log(workspace, conn)
             world = StoreWorld(workspace, store, runs, resolve_identity=resolve_identity, tool_catalog=tool_catalog)
             sid, source_run_id, plan = _plan(world, seed, session_id)
             if plan.disposition == "park" or plan.continuation is None:

@@ -8,7 +8,7 @@ capability gate applies). The copy is static, so every read below sees one state
 What is read, and through what: run events with ``rows.decode_event_row`` (identity
 re-checked), partial snapshots with ``partials.read_partials``, projections with the store's
 ``read_tool_operation`` / ``read_tool_journal`` / ``list_unsettled_operations``, the health
-scan with ``health.scan_store`` and AgentRun headers and operational events with
+scan with ``PRAGMA integrity_check`` then ``health.scan_store`` and AgentRun headers and operational events with
 ``AgentRunStore.read_run`` / ``read_events``. Only the *enumeration* of keys (which runs,
 which operations, which tables) is plain SQL here, because the stores expose no "list
 everything" read.
@@ -27,6 +27,7 @@ from maka_ref._inspect.snapshot import copy_database_files, make_private_dir, se
 from maka_ref._store.agent_runs import AGENT_RUNS_SCHEMA_VERSION, AGENT_RUNS_SCOPE, AgentRunStore
 from maka_ref._store.connection import connect
 from maka_ref._store.errors import CURRENT_SCHEMA_VERSION, StoreError
+from maka_ref._store.faults import INTEGRITY_PRAGMA, integrity_failure
 from maka_ref._store.health import scan_store
 from maka_ref._store.partials import read_partials
 from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row
@@ -86,7 +87,7 @@ def _read_snapshot(private: Path, files: list[str]) -> dict[str, Any]:
                 "sqlite", schema_version=version, agent_runs_schema_version=agent_version, files=files,
                 tables=tables,
             ),
-            "health": health_json(scan_store(conn)),
+            "health": health_json(_integrity(conn) or scan_store(conn)),
             "runs": [entry.to_json() for entry in ordered],
             "unsettledOperations": store.list_unsettled_operations(),
             "unattachedToolOperations": unattached[0],
@@ -94,6 +95,16 @@ def _read_snapshot(private: Path, files: list[str]) -> dict[str, Any]:
             "importSources": _import_sources(conn, tables),
         }
     return document
+
+
+def _integrity(conn: sqlite3.Connection) -> StoreError | None:
+    """``database_corrupt`` when ``PRAGMA integrity_check`` of the snapshot fails: a flipped
+    index byte reads as a healthy ledger with a run missing its terminal (issue 13), so the
+    health verdict comes from SQLite's own check first (``maka_ref._store.faults``)."""
+    problem = integrity_failure(conn)
+    if problem is None:
+        return None
+    return StoreError(f"{DB_FILE_NAME} failed {INTEGRITY_PRAGMA}: {problem}", code="database_corrupt")
 
 
 def _quote(name: str) -> str:

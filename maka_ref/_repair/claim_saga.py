@@ -54,6 +54,7 @@ from maka_ref._repair.terminal import header_patch, recovered_terminal_event
 from maka_ref._store.continuation_claims import ClaimRecord
 from maka_ref._store.errors import StoreError
 from maka_ref._store.failpoints import failpoint
+from maka_ref._store.faults import STORE_FAULT_CODES
 
 __all__ = [
     "ABANDONED",
@@ -137,7 +138,7 @@ class ContinuationClaimSaga:
             except ClaimAuthorityUnavailable:
                 raise
             except StoreError as exc:
-                if context.strict:
+                if context.strict or exc.code in STORE_FAULT_CODES:  # store-wide: no skip (faults.py)
                     raise
                 raise ClaimSagaWriteFailed(
                     f"continuation claim {record.claim_id}: {exc.code}: {exc.message}", detail=exc.code

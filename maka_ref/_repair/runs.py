@@ -41,6 +41,7 @@ from maka_ref._repair.report import RunRepair, SkippedRun
 from maka_ref._repair.terminal import commit_terminal, recovered_terminal_event, repair_id
 from maka_ref._store.agent_runs import AgentRunStore
 from maka_ref._store.errors import StoreError
+from maka_ref._store.faults import STORE_FAULT_CODES
 from maka_ref._store.run_header import is_terminal_status
 from maka_ref._store.runtime_store import RuntimeStore
 
@@ -145,7 +146,7 @@ def repair_run(
             raise
         return SkippedRun(header["sessionId"], header["runId"], exc.reason, exc.message)
     except StoreError as exc:  # a failed write: best-effort skips the run (§4.4), strict raises
-        if strict:
+        if strict or exc.code in STORE_FAULT_CODES:  # a store-wide fault is no skip (faults.py)
             raise
         return SkippedRun(header["sessionId"], header["runId"], "repair_failed", f"{exc.code}: {exc.message}")
 

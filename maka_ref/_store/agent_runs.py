@@ -57,6 +57,7 @@ from maka_ref._store.agent_run_schema import (
     _require_tables,
 )
 from maka_ref._store.connection import connect, read_transaction, write_transaction
+from maka_ref._store.faults import store_faults_coded
 from maka_ref._store.run_header import (
     MUTABLE_FIELDS,
     RunEventSchemaError,
@@ -94,7 +95,8 @@ class AgentRunStore:
         db_path = Path(root) / DB_FILE_NAME
         conn = connect(db_path, read_only=False)
         try:
-            _migrate(conn)
+            with store_faults_coded(db_path.name):
+                _migrate(conn)
         except BaseException:
             conn.close()
             raise
@@ -157,7 +159,7 @@ class AgentRunStore:
         _check_ids(session_id, run_id)
         text = _json_text(decoded)
         conn = self._writer()
-        with write_transaction(conn):
+        with store_faults_coded(self.db_path.name), write_transaction(conn):
             exists = conn.execute(
                 "SELECT 1 FROM agent_runs WHERE session_id = ? AND run_id = ?", (session_id, run_id)
             ).fetchone()
@@ -188,7 +190,7 @@ class AgentRunStore:
                     detail=f"field: {key!r}"[:200],
                 )
         conn = self._writer()
-        with write_transaction(conn):
+        with store_faults_coded(self.db_path.name), write_transaction(conn):
             current = self._select_header(conn, session_id, run_id)
             if current is None:
                 raise _not_found(session_id, run_id)
@@ -243,7 +245,7 @@ class AgentRunStore:
         except NotStrictJSONError as exc:  # pragma: no cover - decode already checked strictness
             raise RunEventSchemaError(detail=str(exc)) from exc
         conn = self._writer()
-        with write_transaction(conn):
+        with store_faults_coded(self.db_path.name), write_transaction(conn):
             header = self._select_header(conn, session_id, run_id)
             if header is None:
                 raise _not_found(session_id, run_id)

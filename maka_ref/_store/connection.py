@@ -36,8 +36,13 @@ Why each rule:
     which is why ``inspect`` never opens the workspace's files with SQLite at all. A hot
     rollback ``-journal`` cannot be rolled back by a read-only handle, so SQLite refuses
     to read rather than show a half-written transaction.
-  - **an empty (0- or 1-byte) main file with a ``-wal`` is refused** (:func:`_refuse_empty_main_with_wal`):
-    SQLite would delete that ``-wal`` even through a read-only handle.
+  - **an empty (0- or 1-byte) main file with a ``-wal`` is refused**, by readers and writers
+    alike (:func:`maka_ref._store.faults.check_store_files`, ``database_corrupt``): SQLite
+    would delete that ``-wal`` even through a read-only handle. The same check refuses a
+    store file that is a symbolic link or not a regular file.
+* **Writer faults are coded** (:func:`maka_ref._store.faults.fault_of`): a store locked by
+  another writer past ``busy_timeout`` is ``store_busy``, a read-only file or mount
+  ``store_read_only``, a full disk ``storage_full``, a damaged file ``database_corrupt``.
 * **Rollback keeps the original error**: a failing ROLLBACK is swallowed so it cannot mask
   the cause (including ``KeyboardInterrupt`` / failpoint exceptions).
 
@@ -52,9 +57,10 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import Callable, Iterator, NoReturn, TypeVar
 
 from maka_ref._store.errors import StoreError
+from maka_ref._store.faults import BUSY_WAIT_S, check_store_files, fault_of
 
 __all__ = [
     "BUSY_RETRY_DEADLINE_S",
@@ -68,7 +74,7 @@ __all__ = [
     "write_transaction",
 ]
 
-BUSY_TIMEOUT_MS = 5000
+BUSY_TIMEOUT_MS = int(BUSY_WAIT_S * 1000)
 BUSY_RETRY_STEP_S = 0.010
 BUSY_RETRY_DEADLINE_S = 5.0
 
@@ -137,21 +143,6 @@ def read_only_uri(db_path: str | Path) -> str:
     return base + "?mode=ro&immutable=1"
 
 
-def _refuse_empty_main_with_wal(path: Path) -> None:
-    """An empty main file next to a ``-wal``: SQLite deletes the ``-wal`` on open (it treats
-    the WAL of a zero-page database as stale), even through a ``mode=ro`` handle, so a
-    read-only open would destroy the committed frames it was asked to read. Refused as a
-    damaged database instead (raised as ``sqlite3.DatabaseError``, which the read paths map to
-    ``database_corrupt``). Found by ``maka-conformance fuzz --self`` (target ``store``)."""
-    try:
-        empty = path.stat().st_size <= 1  # SQLite's unix VFS reports a 1-byte file as 0 bytes
-    except OSError:
-        return  # missing or unreadable: SQLite reports it as usual
-    if empty and os.path.lexists(f"{path}-wal"):
-        raise sqlite3.DatabaseError(f"{path.name} is empty but {path.name}-wal exists (refusing to open: "
-                                    "SQLite would delete the WAL)")
-
-
 def connect(db_path: str | Path, *, read_only: bool) -> sqlite3.Connection:
     """Open ``db_path`` configured as a writer (§1.1 steps 1–4) or as a read-only reader.
 
@@ -161,8 +152,8 @@ def connect(db_path: str | Path, *, read_only: bool) -> sqlite3.Connection:
     (``schema.migrate`` / ``schema.check_capabilities``).
     """
     path = Path(db_path)
+    check_store_files(path)
     if read_only:
-        _refuse_empty_main_with_wal(path)
         uri = read_only_uri(path)
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=5.0)
         try:
@@ -174,18 +165,31 @@ def connect(db_path: str | Path, *, read_only: bool) -> sqlite3.Connection:
             conn.close()
             raise
         return conn
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=5.0)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=BUSY_WAIT_S)
+    except (OSError, sqlite3.Error) as error:
+        _raise_coded(error, path)
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         _configure_wal(conn)
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA foreign_keys = ON")
         check_json_support(conn)
-    except BaseException:
+    except BaseException as error:
         conn.close()
+        if isinstance(error, (OSError, sqlite3.Error)):
+            _raise_coded(error, path)
         raise
     return conn
+
+
+def _raise_coded(error: BaseException, path: Path) -> NoReturn:
+    """Raise the coded store fault for ``error`` (:func:`fault_of`), else ``error`` itself."""
+    fault = fault_of(error, path.name)
+    if fault is None:
+        raise error
+    raise fault from None
 
 
 def _rollback_quietly(conn: sqlite3.Connection) -> None:

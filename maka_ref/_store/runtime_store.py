@@ -7,7 +7,11 @@ functions over ``(connection, gate)`` so each rule lives in exactly one place.
 Opening (spec 30 §1.1): the writer creates ``<root>/runtime.sqlite`` (and ``root``), applies
 the pragmas, migrates (§1.3), checks capabilities (§1.4) and runs the full health scan
 (§2.1) whose result is cached (a corrupt ledger does not fail the open; it fails tool-bearing
-writes). The read-only open never creates or migrates anything.
+writes). Before any of that, the writer refuses a damaged store: its files are checked
+(no links, regular files, no empty main file beside a WAL) and ``PRAGMA integrity_check``
+must answer ``ok`` (:mod:`maka_ref._store.faults`, ``database_corrupt``); busy, read-only and
+full stores are ``store_busy`` / ``store_read_only`` / ``storage_full``. The read-only open
+never creates or migrates anything.
 
 Every write runs in ``BEGIN IMMEDIATE … COMMIT`` under a process-local lock (the connection
 is shared by threads); every failure rolls back fully and keeps the original error.
@@ -15,7 +19,9 @@ is shared by threads); every failure rolls back fully and keeps the original err
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +32,7 @@ from maka_ref._plan.prefix import ImmutableRuntimePrefix
 from maka_ref._store import continuation_claims, conversation_copy, generic, projections, reads, tool_writers
 from maka_ref._store.connection import connect, is_busy_error, read_transaction, write_transaction
 from maka_ref._store.errors import StoreError
+from maka_ref._store.faults import check_integrity, store_faults_coded
 from maka_ref._store.health import HealthGate
 from maka_ref._store.partials import check_partial_batch
 from maka_ref._store.records import (
@@ -67,6 +74,26 @@ def _corrupt_as_store_error(active: bool = True) -> Iterator[None]:
         raise StoreError(f"runtime.sqlite is not a readable SQLite database: {error}", code="database_corrupt") from None
 
 
+def _refuse_damaged(db_path: Path) -> None:
+    """``database_corrupt`` unless an existing store passes ``PRAGMA integrity_check``, read
+    through a *read-only* handle: a writer handle that found the damage would, on close,
+    checkpoint the WAL into the main file — a write into a store it refused."""
+    try:
+        info = db_path.stat()
+    except OSError:
+        return  # missing: the writer creates it (or reports why it cannot)
+    if not stat.S_ISREG(info.st_mode):
+        return  # a directory: the writer's open reports SQLITE_CANTOPEN (spec 30 §7.3 C12)
+    if info.st_size == 0 and not os.path.lexists(f"{db_path}-wal"):
+        return  # an empty file the writer initialises, as SQLite does
+    with store_faults_coded(db_path.name):
+        conn = connect(db_path, read_only=True)
+        try:
+            check_integrity(conn, db_path.name)
+        finally:
+            conn.close()
+
+
 class RuntimeStore:
     """One open ``runtime.sqlite`` (writer or read-only)."""
 
@@ -91,12 +118,14 @@ class RuntimeStore:
     def open(cls, root: str | Path) -> "RuntimeStore":
         """Writer: create/migrate ``<root>/runtime.sqlite``, check capabilities, health scan."""
         db_path = Path(root) / DB_FILE_NAME
+        _refuse_damaged(db_path)
         conn = connect(db_path, read_only=False)
         try:
-            migrate(conn)
-            check_capabilities(conn)
-            store = cls(conn, db_path, read_only=False)
-            store._gate.refresh()
+            with store_faults_coded(db_path.name):
+                migrate(conn)
+                check_capabilities(conn)
+                store = cls(conn, db_path, read_only=False)
+                store._gate.refresh()
         except BaseException:
             conn.close()
             raise
@@ -142,7 +171,7 @@ class RuntimeStore:
         """``BEGIN IMMEDIATE`` … ``COMMIT`` on this store's connection (joins an open one)."""
         if self._read_only:
             raise StoreError("RuntimeStore was opened read-only", code="read_only")
-        with self._lock:
+        with self._lock, store_faults_coded(self._db_path.name):
             owned = not self._conn.in_transaction
             gate = self._gate
             committed = False

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from maka_ref import MakaRefError, __version__
+from maka_ref._store.faults import fault_of
 from maka_ref.adapter import _faults, _runtime_ops
 from maka_ref.adapter._errors import OpError, invalid_params
 from maka_ref.adapter._params import usable_path
@@ -152,6 +153,9 @@ class Dispatcher:
             details = {"detail": exc.detail} if exc.detail else None
             return _error(OpError(exc.code, exc.message, details))
         except Exception as exc:  # noqa: BLE001 - protocol §5: anything else is internal_error
+            fault = fault_of(exc)  # a store fault met mid-operation keeps its stable code
+            if fault is not None:
+                return _error(OpError(fault.code, fault.message))
             return _error(OpError("internal_error", f"{type(exc).__name__}: {exc}"))
 
     def close(self) -> None:
