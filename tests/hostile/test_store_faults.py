@@ -406,3 +406,16 @@ def test_a_store_file_that_is_a_symlink_is_refused(kind: str, which: str, crashe
     assert code == "store_file_symlink"
     assert (_digests(ws), hashlib.sha256(target.read_bytes()).hexdigest(), sorted(os.listdir(outside))) == before
 
+
+
+@pytest.mark.parametrize("kind", ["run", "repair", "adapter"])
+def test_a_store_file_that_is_a_fifo_is_refused_without_hanging(kind: str, completed_template: Path,
+                                                                 tmp_path: Path) -> None:
+    """A FIFO as ``runtime.sqlite-wal``: SQLite would block reading it (nobody writes the
+    other end). Refused before SQLite opens anything, within the command's own time."""
+    ws = _copy(completed_template, tmp_path)
+    os.mkfifo(ws / f"{DB}-wal")
+    before = hashlib.sha256((ws / DB).read_bytes()).hexdigest()
+    code = _adapter_open_error(ws, tmp_path) if kind == "adapter" else _error(_command(kind, ws, tmp_path))
+    assert code == "store_file_not_regular"
+    assert hashlib.sha256((ws / DB).read_bytes()).hexdigest() == before
