@@ -17,7 +17,7 @@ from typing import Any, NoReturn, Sequence, TextIO
 
 from maka_ref._cli.ledger_input import InputError, load_ledger, load_ledger_with
 from maka_ref._codec.argshash import canonical_args_hash
-from maka_ref._codec.jsontext import compact_json, parse_json, write_with_infinities
+from maka_ref._codec.jsontext import iter_answer_json, parse_json
 from maka_ref._errors import ArgsHashError, InvalidJSONTextError, MakaRefError
 from maka_ref._events.encode import encode_runtime_event
 from maka_ref._ledger.resolver import resolve_recovery
@@ -98,11 +98,30 @@ class OutputError(Exception):
         self.cause = cause
 
 
+#: A document is held whole up to this many characters before its first byte is written, so
+#: every ordinary answer is still all-or-nothing (a failure while writing it out becomes the
+#: error document instead). A larger one (a plan over a big ledger) is streamed in
+#: :data:`_WRITE_CHUNK` pieces as it is written out, never held whole (docs/performance.md).
+_HOLD_WHOLE = 64 * 1024 * 1024
+_WRITE_CHUNK = 1024 * 1024
+
+
 def _emit(document: Any, out: TextIO) -> None:
-    """Write one result document (±infinity from a ``1e400`` in the input as ``±1e400``)."""
-    text = write_with_infinities(lambda value: compact_json(value, negative_zero="zero"), document)
+    """Write one result document (±infinity from a ``1e400`` in the input as ``±1e400``),
+    the same text as ``compact_json``, piece by piece (:func:`iter_answer_json`)."""
+    pending: list[str] = []
+    size = 0
+    limit = _HOLD_WHOLE
     try:
-        out.write(text + "\n")
+        for piece in iter_answer_json(document):
+            pending.append(piece)
+            size += len(piece)
+            if size >= limit:
+                out.write("".join(pending))
+                pending.clear()
+                size, limit = 0, _WRITE_CHUNK
+        pending.append("\n")
+        out.write("".join(pending))
     except BrokenPipeError:
         raise
     except OSError as exc:

@@ -37,7 +37,7 @@ import json
 import math
 import re
 from bisect import bisect_left
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
 from maka_ref._codec.frozen import FrozenList
@@ -50,6 +50,7 @@ __all__ = [
     "check_strict_json",
     "compact_json",
     "is_array_index_key",
+    "iter_answer_json",
     "ordered_keys",
     "parse_json",
     "stable_json",
@@ -344,11 +345,11 @@ def _finish(text: str) -> str:
     return _SURROGATE.sub(_escape_lone_surrogate, text)
 
 
-def _serialize(value: Any, sort: bool, negative_zero: NegativeZero) -> str:
+def _serialize(value: Any, sort: bool, negative_zero: NegativeZero, depth: int = 0) -> str:
     zero_ok = _zero_ok(negative_zero)
     out: list[str] = []
     try:
-        _write(value, out, 0, sort, zero_ok)
+        _write(value, out, depth, sort, zero_ok)
     except (_Refused, TypeError, RecursionError, OverflowError, NotStrictJSONError):
         # Slow path only on failure: find the offending value and report its path.
         check_strict_json(value, negative_zero=negative_zero)
@@ -384,6 +385,49 @@ def write_with_infinities(write: Callable[[Any], str], value: Any) -> str:
     except (ValueError, NotStrictJSONError):  # json.dumps: ValueError; our writers: NotStrictJSONError
         text = write(_marked_infinities(value))
     return text.replace(write(_INF_MARK), "1e400").replace(write(_NEG_INF_MARK), "-1e400")
+
+
+def iter_answer_json(value: Any, *, split_depth: int = 2) -> Iterator[str]:
+    """``write_with_infinities(compact_json(·, negative_zero="zero"), value)`` — the CLI's and
+    the adapter's answer text — as consecutive pieces whose concatenation is exactly that text.
+
+    Why pieces: a plan over a large ledger is a document of hundreds of megabytes; built as
+    one string it costs its fragments, the joined text and every copy a writer makes. Here
+    objects and arrays down to ``split_depth`` are opened and closed in place and every value
+    below is written on its own (at its true depth, so the depth limit is the same), so the
+    caller can write each piece and drop it. Each piece is a whole JSON value or punctuation,
+    so the surrogate rules and the ``±1e400`` spelling (both local to a value) apply to a
+    piece exactly as to the whole text."""
+    yield from _pieces(value, 0, split_depth)
+
+
+def _splittable(value: Any, depth: int) -> bool:
+    if depth >= MAX_DEPTH or not value:
+        return False
+    t = type(value)
+    if t is list or t is FrozenList:
+        return True
+    return isinstance(value, dict) and all(type(key) is str for key in value)
+
+
+def _pieces(value: Any, depth: int, split_depth: int) -> Iterator[str]:
+    if depth >= split_depth or not _splittable(value, depth):
+        yield write_with_infinities(lambda v: _serialize(v, False, "zero", depth), value)
+        return
+    if isinstance(value, dict):
+        sep = "{"
+        for key, child in value.items():
+            yield sep + _finish(_escape_str(key)) + ":"
+            yield from _pieces(child, depth + 1, split_depth)
+            sep = ","
+        yield "}"
+    else:
+        sep = "["
+        for child in value:
+            yield sep
+            yield from _pieces(child, depth + 1, split_depth)
+            sep = ","
+        yield "]"
 
 
 def stable_json(value: Any, *, negative_zero: NegativeZero = "reject") -> str:
