@@ -1,7 +1,8 @@
 """``crashlab sweep`` and ``crashlab replay`` (issue 6 item 6).
 
 Exit codes: 0 every trial passed (or was not claimed), 1 a trial failed / was unreached /
-errored, 2 a usage or harness error. Progress: one plain line per finished trial, or a rich
+errored, 2 a usage or harness error, 130 interrupted by SIGINT (sweep: a partial report
+marked ``interrupted``). Progress: one plain line per finished trial, or a rich
 progress bar when stdout is a terminal and ``rich`` is installed.
 """
 
@@ -20,6 +21,7 @@ from crashlab._lab.options import OptionError, check_common_options
 __all__ = ["build_parser", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # SIGINT: one line on stderr; sweep writes a partial report marked interrupted
 
 
 class _Usage(Exception):
@@ -98,7 +100,7 @@ def _progress(total: int, out: TextIO) -> tuple[Any, Any]:
     return line, lambda: None
 
 
-def _sweep(args: argparse.Namespace, out: TextIO) -> int:
+def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from crashlab._lab.catalogue import default_specs
     from crashlab._lab.sweep import run_sweep
 
@@ -125,6 +127,10 @@ def _sweep(args: argparse.Namespace, out: TextIO) -> int:
                            prefork=args.prefork)
     finally:
         stop()
+    if report.interrupted:
+        err.write(f"crashlab: interrupted: partial report of {len(report.results)} of {report.planned} trial(s) in "
+                  f"{Path(args.report_dir) / 'crashlab-sweep.md'}\n")
+        return EXIT_INTERRUPTED
     counts = ", ".join(f"{v} {k}" for k, v in report.counts().items() if v)
     out.write(f"crashlab: {counts} in {report.duration_s:.1f} s; report {Path(args.report_dir) / 'crashlab-sweep.md'}\n")
     if any(r.outcome == "error" for r in report.results) and not any(r.outcome in ("failed", "unreached")
@@ -165,10 +171,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         args = _parser().parse_args(list(argv) if argv is not None else None)
         if not getattr(args, "list", False):
             check_common_options(args)
-        return _sweep(args, out) if args.command == "sweep" else _replay(args, out)
+        return _sweep(args, out, err) if args.command == "sweep" else _replay(args, out)
     except (_Usage, OptionError) as exc:
         err.write(f"crashlab: error: {exc}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
         err.write("crashlab: interrupted\n")
-        return EXIT_USAGE
+        return EXIT_INTERRUPTED

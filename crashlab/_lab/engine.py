@@ -28,11 +28,27 @@ from crashlab._lab.catalogue import crash_point
 from crashlab._lab.drive_common import DriveError, Unreached
 from crashlab._lab.model import Check, TrialResult, TrialSpec
 
-__all__ = ["DEFAULT_TRIAL_TIMEOUT", "reference_command", "run_trial"]
+__all__ = ["DEFAULT_TRIAL_TIMEOUT", "abort_running", "reference_command", "run_trial"]
 
 DEFAULT_TRIAL_TIMEOUT = 120.0
 REQUEST_TIMEOUT = 30.0
 TAIL_CHARS = 8000
+
+
+_running: set["_Trial"] = set()
+_running_lock = threading.Lock()
+
+
+def abort_running() -> int:
+    """Interrupt every trial running in this process (SIGINT to a sweep): their processes are
+    killed at once, they write no failure bundle, and their results say ``interrupted``.
+    Returns how many were running."""
+    with _running_lock:
+        trials = list(_running)
+    for trial in trials:
+        trial.interrupted = True
+        trial.abort()
+    return len(trials)
 
 
 def reference_command() -> tuple[str, ...]:
@@ -59,6 +75,7 @@ class _Trial:
         self.env = env
         self.deadline = time.monotonic() + timeout
         self.timed_out = False
+        self.interrupted = False
         self.failure_stderr = ""  # the stderr of a process that failed before it was tracked
         self._handshake: Any = None
         self._spare: ProtocolClient | None = None
@@ -177,6 +194,17 @@ def run_trial(spec: TrialSpec, *, timeout: float = DEFAULT_TRIAL_TIMEOUT, bundle
     ``CRASHLAB_NO_PREFORK=1``)."""
     started = time.monotonic()
     trial = _Trial(spec, timeout, env, prefork)
+    with _running_lock:
+        _running.add(trial)
+    try:
+        return _run(trial, spec, timeout, bundle_dir, started)
+    finally:
+        with _running_lock:
+            _running.discard(trial)
+
+
+def _run(trial: _Trial, spec: TrialSpec, timeout: float, bundle_dir: str | os.PathLike[str] | None,
+         started: float) -> TrialResult:
     watchdog = threading.Timer(timeout, trial.abort)
     watchdog.daemon = True
     watchdog.start()
@@ -208,8 +236,10 @@ def run_trial(spec: TrialSpec, *, timeout: float = DEFAULT_TRIAL_TIMEOUT, bundle
         trial.checks = [c for c in trial.checks if c.name != "no_survivors" or not c.ok]
     result = TrialResult(spec=spec, outcome=hint, checks=trial.checks, message=message, evidence=trial.evidence,
                          stderr_tail=trial.stderr_tail(), duration_s=round(time.monotonic() - started, 3))
+    if trial.interrupted:
+        result.outcome, result.message = "error", "interrupted (SIGINT): the trial was stopped before its end"
     try:
-        if bundle_dir is not None and result.outcome not in ("passed", "not_claimed"):
+        if bundle_dir is not None and result.outcome not in ("passed", "not_claimed") and not trial.interrupted:
             from crashlab._lab.bundles import write_bundle
 
             result.bundle = str(write_bundle(Path(bundle_dir), result, trial.workspace))

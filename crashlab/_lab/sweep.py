@@ -12,15 +12,19 @@ import platform
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from crashlab._lab.catalogue import variant_of
-from crashlab._lab.engine import DEFAULT_TRIAL_TIMEOUT, run_trial
+from crashlab._lab.engine import DEFAULT_TRIAL_TIMEOUT, abort_running, run_trial
 from crashlab._lab.model import OUTCOMES, TrialResult, TrialSpec
 
 __all__ = ["SweepReport", "run_sweep", "write_report"]
+
+#: After SIGINT, how long the killed trials get to reap their processes before the report.
+_INTERRUPT_GRACE_S = 30.0
 
 
 @dataclass
@@ -29,10 +33,13 @@ class SweepReport:
     duration_s: float = 0.0
     workers: int = 1
     command: list[str] | None = None
+    #: SIGINT stopped the sweep: ``results`` are the trials that finished before it (of ``planned``).
+    interrupted: bool = False
+    planned: int = 0
 
     @property
     def ok(self) -> bool:
-        return all(r.outcome in ("passed", "not_claimed") for r in self.results)
+        return not self.interrupted and all(r.outcome in ("passed", "not_claimed") for r in self.results)
 
     def counts(self) -> dict[str, int]:
         out = {o: 0 for o in OUTCOMES}
@@ -60,14 +67,18 @@ class SweepReport:
     def to_json(self) -> dict[str, Any]:
         return {"tool": "crashlab sweep", "python": platform.python_version(), "platform": sys.platform,
                 "command": self.command, "workers": self.workers, "durationS": round(self.duration_s, 2),
-                "counts": self.counts(), "ok": self.ok, "table": self.table(),
+                "counts": self.counts(), "ok": self.ok, "interrupted": self.interrupted,
+                "planned": self.planned or len(self.results), "table": self.table(),
                 "trials": [r.to_json() for r in self.results]}
 
     def to_markdown(self) -> str:
         c = self.counts()
-        lines = ["# crashlab sweep", "",
-                 f"{len(self.results)} trials in {self.duration_s:.1f} s on {self.workers} worker(s): "
-                 + ", ".join(f"{v} {k}" for k, v in c.items() if v), "",
+        lines = ["# crashlab sweep", ""]
+        if self.interrupted:
+            lines += [f"**Interrupted (SIGINT)**: a partial report of the {len(self.results)} of {self.planned} "
+                      f"trials that finished before it.", ""]
+        lines += [f"{len(self.results)} trials in {self.duration_s:.1f} s on {self.workers} worker(s): "
+                  + ", ".join(f"{v} {k}" for k, v in c.items() if v), "",
                  "| point | mode | fault | detected / total | failing seeds |", "|---|---|---|---|---|"]
         for row in self.table():
             seeds = ", ".join(str(s) for s in row["failureSeeds"]) or "—"
@@ -89,17 +100,32 @@ def run_sweep(specs: Sequence[TrialSpec], *, workers: int = 1, on_result: Callab
     started = time.monotonic()
     bundles = Path(report_dir) / "bundles" if report_dir is not None else None
     results: list[TrialResult | None] = [None] * len(specs)
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(run_trial, spec, timeout=timeout, bundle_dir=bundles, env=env,
-                               prefork=prefork): n
-                   for n, spec in enumerate(specs)}
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    futures = {pool.submit(run_trial, spec, timeout=timeout, bundle_dir=bundles, env=env, prefork=prefork): n
+               for n, spec in enumerate(specs)}
+    interrupted = False
+    try:
         for future in as_completed(futures):
             result = future.result()
             results[futures[future]] = result
             if on_result is not None:
                 on_result(result)
+    except KeyboardInterrupt:
+        # SIGINT: no new trial starts, running ones are killed (no bundle), the finished ones
+        # make a partial report
+        interrupted = True
+        pool.shutdown(wait=False, cancel_futures=True)
+        abort_running()
+        try:
+            # a cancelled future is never "done" for wait() (no worker notifies it): skip those
+            wait_futures([f for f in futures if not f.cancelled()], timeout=_INTERRUPT_GRACE_S)
+        except KeyboardInterrupt:
+            abort_running()
+    finally:
+        pool.shutdown(wait=not interrupted)
     command = list(specs[0].command) if specs and specs[0].command else None
-    report = SweepReport([r for r in results if r is not None], time.monotonic() - started, workers, command)
+    report = SweepReport([r for r in results if r is not None], time.monotonic() - started, workers, command,
+                         interrupted=interrupted, planned=len(specs))
     if report_dir is not None:
         write_report(report, Path(report_dir))
     return report

@@ -407,3 +407,27 @@ def test_sigint_to_certify_writes_a_partial_report_and_leaves_nothing_running(tm
         certify.kill()
         certify.communicate()
         _kill_all(list(tree))
+
+
+def test_sigint_to_a_sweep_writes_a_partial_report_and_leaves_nothing_running(tmp_path: Path) -> None:
+    report_dir, progress = tmp_path / "r", tmp_path / "progress.txt"
+    with open(progress, "w") as out:
+        sweep = subprocess.Popen([sys.executable, "-m", "crashlab", "sweep", "--mode", "prefix", "--trials", "3", "-n", "2",
+                                  "--report-dir", str(report_dir)], cwd=tmp_path, text=True,
+                                 stdout=out, stderr=subprocess.PIPE, start_new_session=True)
+    tree: dict[int, psutil.Process] = {}
+    try:
+        status, err = _interrupt_when(sweep, lambda: "[2/" in progress.read_text(), tree)
+        assert "Traceback" not in err, err
+        assert status == 130, (status, err)
+        assert len(err.strip().splitlines()) == 1 and "interrupted" in err, err
+        report = json.loads((report_dir / "crashlab-sweep.json").read_text())
+        assert report["interrupted"] is True and report["ok"] is False
+        assert 2 <= len(report["trials"]) < report["planned"]
+        assert not any("interrupted" in t.get("message", "") for t in report["trials"])
+        assert "Interrupted" in (report_dir / "crashlab-sweep.md").read_text()
+        assert _gone(list(tree), within=10.0) == []
+    finally:
+        sweep.kill()
+        sweep.communicate()
+        _kill_all(list(tree))
