@@ -48,6 +48,10 @@ def run_selftest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> 
                           baseline=not args.no_baseline, on_mutant=progress, variants=variants,
                           on_variant=variant_progress)
     paths = result.write(args.report_dir)
+    if result.interrupted:
+        print(f"maka-conformance: interrupted: partial self-test report of {len(result.mutants)} of "
+              f"{result.planned} mutants in {paths['json']}", file=err)
+        return result.exit_code
     out.write(f"mutation score: {len(result.killed)}/{len(result.mutants)} = {result.score:.0%} "
               f"({result.mode}, {result.duration_s:.0f} s)\n")
     for m in result.survivors:

@@ -95,6 +95,10 @@ class SelftestResult:
     baseline_error: str | None = None
     duration_s: float = 0.0
     variants: list[VariantOutcome] = field(default_factory=list)
+    #: SIGINT stopped the self-test: ``mutants`` are those whose certification finished (of
+    #: ``planned``); the score is that of a partial run.
+    interrupted: bool = False
+    planned: int = 0
 
     @property
     def false_alarms(self) -> list[VariantOutcome]:
@@ -129,6 +133,8 @@ class SelftestResult:
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
         if self.errors or self.baseline_error or any(v.status == "error" for v in self.variants):
             return 2
         return 0 if not self.survivors and not self.false_alarms else 1
@@ -137,6 +143,8 @@ class SelftestResult:
         return {
             "mode": self.mode,
             "workers": self.workers,
+            "interrupted": self.interrupted,
+            "planned": self.planned or len(self.mutants),
             "durationS": round(self.duration_s, 1),
             "score": {"killed": len(self.killed), "total": len(self.mutants), "ratio": round(self.score, 4),
                       "survived": [m.name for m in self.survivors], "errors": [m.name for m in self.errors]},
@@ -154,6 +162,9 @@ class SelftestResult:
                  f"(survived: {', '.join(m.name for m in self.survivors) or 'none'}; "
                  f"errors: {', '.join(m.name for m in self.errors) or 'none'}). "
                  f"Wall time {self.duration_s:.0f} s with {self.workers} worker(s).", ""]
+        if self.interrupted:
+            lines[2:2] = [f"**Interrupted (SIGINT)**: a partial self-test of the {len(self.mutants)} of "
+                          f"{self.planned} mutants whose certification finished.", ""]
         if self.baseline_error:
             lines += [f"**Baseline error**: {self.baseline_error}", ""]
         if self.baseline_failures:
@@ -235,9 +246,27 @@ def run_selftest(mutants: Sequence[str] | None = None, *, full: bool = False, wo
     ``variants``: the legal variants to certify after the mutants (``None``: every one; an
     empty list: none). Each must pass every clause of its selection (the whole suite with
     ``full``); a clause it fails is a false alarm and makes the self-test fail."""
-    from conformance.certify import certify
+    from conformance.certify import interrupt_runs
     from maka_ref.adapter import _mutants
 
+    try:
+        return _run_selftest(mutants, full=full, workers=workers, report_dir=report_dir, baseline=baseline,
+                             request_timeout=request_timeout, run_timeout=run_timeout, on_mutant=on_mutant,
+                             variants=variants, on_variant=on_variant, registry=_mutants)
+    finally:
+        interrupt_runs(False)  # a later run in this process starts afresh
+
+
+def _run_selftest(mutants: Sequence[str] | None, *, full: bool, workers: int | str, report_dir: str | Path,
+                  baseline: bool, request_timeout: float, run_timeout: float,
+                  on_mutant: Callable[[MutantOutcome], None] | None, variants: Sequence[str] | None,
+                  on_variant: Callable[[VariantOutcome], None] | None, registry: Any) -> SelftestResult:
+    """:func:`run_selftest`. SIGINT (``KeyboardInterrupt`` here, or a certification that comes
+    back interrupted) stops every certification of the process; the result then holds the
+    mutants that finished and is marked ``interrupted``."""
+    from conformance.certify import certify, interrupt_runs
+
+    _mutants = registry
     started = time.monotonic()
     names = list(mutants) if mutants else _mutants.names()
     unknown = [n for n in names if n not in _mutants.MUTANTS]
@@ -245,8 +274,17 @@ def run_selftest(mutants: Sequence[str] | None = None, *, full: bool = False, wo
         raise KeyError(f"unknown mutant(s): {', '.join(unknown)}")
     root = Path(report_dir).resolve()
     root.mkdir(parents=True, exist_ok=True)
-    result = SelftestResult("full" if full else "default", str(workers), [], [])
+    result = SelftestResult("full" if full else "default", str(workers), [], [], planned=len(names))
 
+    def stop() -> SelftestResult:
+        result.interrupted = True
+        result.mutants = [outcomes[name] for name in names if name in outcomes]
+        result.clauses_run = sorted(clauses_run)
+        result.duration_s = time.monotonic() - started
+        return result
+
+    outcomes: dict[str, MutantOutcome] = {}
+    clauses_run: set[str] = set()
     if baseline:
         selections = [_selection(_mutants.MUTANTS[n], full) for n in names]
         levels = {s.get("level") for s in selections}
@@ -254,6 +292,8 @@ def run_selftest(mutants: Sequence[str] | None = None, *, full: bool = False, wo
         level = levels.pop() if len(levels) == 1 and keyword is None else None
         base = certify(None, level=level, keyword=keyword, workers=workers, report_dir=root / "baseline",
                        request_timeout=request_timeout, run_timeout=run_timeout)
+        if base.interrupted:
+            return stop()
         if base.harness_error is not None:
             result.baseline_error = base.harness_error
         for report in base.reports:
@@ -261,7 +301,6 @@ def run_selftest(mutants: Sequence[str] | None = None, *, full: bool = False, wo
                 if c.outcome in KILLING_OUTCOMES:
                     result.baseline_failures[c.clause_id] = c.outcome
 
-    clauses_run: set[str] = set()
     parallel = _parallelism(workers)
 
     def certify_mutant(name: str) -> MutantOutcome:
@@ -273,6 +312,8 @@ def run_selftest(mutants: Sequence[str] | None = None, *, full: bool = False, wo
         run = certify(mutant_command(name), level=selection["level"], keyword=selection["keyword"],
                       workers=0, report_dir=directory,
                       request_timeout=request_timeout, run_timeout=run_timeout)
+        if run.interrupted:
+            raise _Interrupted(name)
         outcome = MutantOutcome(m.name, m.layer, m.spec, m.family, m.description, selection, "survived",
                                 duration_s=run.duration_s, report_dir=str(directory))
         if run.harness_error is not None:
@@ -295,29 +336,48 @@ def run_selftest(mutants: Sequence[str] | None = None, *, full: bool = False, wo
             outcome.error = "; ".join(str(e) for r in run.reports for e in r.harness_errors)
         return outcome
 
-    outcomes: dict[str, MutantOutcome] = {}
     if parallel > 1 and len(names) > 1:
         from concurrent.futures import ThreadPoolExecutor, as_completed
+        from concurrent.futures import wait as wait_futures
 
-        with ThreadPoolExecutor(max_workers=min(parallel, len(names))) as pool:
-            futures = {pool.submit(certify_mutant, name): name for name in names}
+        pool = ThreadPoolExecutor(max_workers=min(parallel, len(names)))
+        futures = {pool.submit(certify_mutant, name): name for name in names}
+        try:
             for future in as_completed(futures):
                 outcome = future.result()
                 outcomes[outcome.name] = outcome
                 if on_mutant is not None:
                     on_mutant(outcome)
+        except (KeyboardInterrupt, _Interrupted):
+            pool.shutdown(wait=False, cancel_futures=True)
+            interrupt_runs()  # every certify() on the pool writes its partial report and returns
+            wait_futures([f for f in futures if not f.cancelled()], timeout=60)
+            return stop()
+        finally:
+            pool.shutdown(wait=False)
     else:
         for name in names:
-            outcomes[name] = certify_mutant(name)
+            try:
+                outcomes[name] = certify_mutant(name)
+            except (_Interrupted, KeyboardInterrupt):
+                interrupt_runs()
+                return stop()
             if on_mutant is not None:
                 on_mutant(outcomes[name])
     result.mutants = [outcomes[name] for name in names]
     result.clauses_run = sorted(clauses_run)
-    result.variants = _certify_variants(variants, full=full, workers=workers, root=root,
-                                        request_timeout=request_timeout, run_timeout=run_timeout,
-                                        on_variant=on_variant)
+    try:
+        result.variants = _certify_variants(variants, full=full, workers=workers, root=root,
+                                            request_timeout=request_timeout, run_timeout=run_timeout,
+                                            on_variant=on_variant)
+    except (_Interrupted, KeyboardInterrupt):
+        return stop()
     result.duration_s = time.monotonic() - started
     return result
+
+
+class _Interrupted(Exception):
+    """A certification came back interrupted (SIGINT): the self-test stops."""
 
 
 def _certify_variants(names: Sequence[str] | None, *, full: bool, workers: int | str, root: Path,
@@ -338,6 +398,8 @@ def _certify_variants(names: Sequence[str] | None, *, full: bool, workers: int |
         directory = root / "variants" / name
         run = certify(variant_command(name), keyword=selection["keyword"], workers=workers, report_dir=directory,
                       request_timeout=request_timeout, run_timeout=run_timeout)
+        if run.interrupted:
+            raise _Interrupted(name)
         outcome = VariantOutcome(v.name, v.spec, v.description, selection, "passed", duration_s=run.duration_s,
                                  report_dir=str(directory))
         if run.harness_error is not None or any(r.harness_errors for r in run.reports):

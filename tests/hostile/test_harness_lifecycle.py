@@ -431,3 +431,36 @@ def test_sigint_to_a_sweep_writes_a_partial_report_and_leaves_nothing_running(tm
         sweep.kill()
         sweep.communicate()
         _kill_all(list(tree))
+
+
+def test_sigint_to_selftest_writes_a_partial_report_and_leaves_nothing_running(tmp_path: Path) -> None:
+    """Two mutants certified at once; SIGINT once the first has finished: the self-test report
+    holds the finished ones and is marked interrupted; every certification's tree is gone."""
+    from conformance._selftest._run import list_mutants
+
+    names = [m["name"] for m in list_mutants()][:6]
+    report_dir, log = tmp_path / "r", tmp_path / "stderr.txt"
+    with open(log, "w") as err_file:
+        selftest = subprocess.Popen([sys.executable, "-m", "conformance", "selftest", "--no-baseline", "--variants",
+                                     "none", "-n", "2", "--mutants", ",".join(names), "--report-dir", str(report_dir)],
+                                    cwd=tmp_path, text=True, stdout=subprocess.DEVNULL, stderr=err_file,
+                                    start_new_session=True)
+    tree: dict[int, psutil.Process] = {}
+
+    def one_finished() -> bool:  # the progress line of a finished mutant names it
+        return any(name in log.read_text() for name in names)
+
+    try:
+        status, _ = _interrupt_when(selftest, one_finished, tree)
+        err = log.read_text()
+        assert "Traceback" not in err, err
+        assert status == 130, (status, err)
+        assert [line for line in err.splitlines() if "interrupted" in line] == [err.strip().splitlines()[-1]], err
+        report = json.loads((report_dir / "selftest.json").read_text())
+        assert report["interrupted"] is True and report["planned"] == len(names)
+        assert 1 <= report["score"]["total"] < len(names)
+        assert _gone(list(tree), within=10.0) == []
+    finally:
+        selftest.kill()
+        selftest.communicate()
+        _kill_all(list(tree))
