@@ -102,7 +102,7 @@ class OutputError(Exception):
 #: every ordinary answer is still all-or-nothing (a failure while writing it out becomes the
 #: error document instead). A larger one (a plan over a big ledger) is streamed in
 #: :data:`_WRITE_CHUNK` pieces as it is written out, never held whole (docs/performance.md).
-_HOLD_WHOLE = 64 * 1024 * 1024
+_HOLD_WHOLE = 8 * 1024 * 1024
 _WRITE_CHUNK = 1024 * 1024
 
 

@@ -407,7 +407,7 @@ def test_answer_pieces_concatenate_to_the_whole_text(document: Any) -> None:
 
 
 def test_a_document_larger_than_the_hold_is_streamed_with_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Above the hold (64 MiB by default; here a few bytes) the CLI writes the answer in chunks
+    """Above the hold (8 MiB by default; here a few bytes) the CLI writes the answer in chunks
     as it is produced; the bytes are those of the whole document."""
     import io
 
