@@ -311,13 +311,15 @@ def test_c11_two_openers_on_a_database_rewound_to_v10(prepared: Path, round_: in
 
 def test_c12_db_path_is_a_directory(tmp_path: Path) -> None:
     """§7.3 C12 (§10 item 34): the DB path names a directory → the worker fails the open
-    cleanly (exit 2, ``RESULT error`` on stderr) and the failure is reported, not hung on."""
+    cleanly (exit 2, ``RESULT error`` on stderr) and the failure is reported, not hung on.
+    The code is the store's own (issue 13: the store's files are checked before SQLite opens
+    them), where SQLite alone would say ``SQLITE_CANTOPEN``."""
     db = tmp_path / "runtime.sqlite"
     db.mkdir()
     outcome = run_race(["completed"], db, work_dir=tmp_path)
     (worker,) = outcome.workers
     assert worker.returncode == 2, outcome.describe()
-    assert "RESULT error" in worker.stderr and worker.error_code == "SQLITE_CANTOPEN"
+    assert "RESULT error" in worker.stderr and worker.error_code == "store_file_not_regular"
     assert "OPENED" not in worker.stdout
     assert db.is_dir() and list(db.iterdir()) == []
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("race-start-")) == ["runtime.sqlite"]

@@ -140,7 +140,7 @@ def resume_session(
         plan = park("resume_feature_disabled", "safe-boundary resume is disabled")
         lc.emit(sink, lc.plan_parked(session_id or "", "", plan.rejection_reasons))
         return ResumeOutcome(session_id or "", "", plan)
-    if not (workspace / DB_FILE_NAME).is_file():
+    if not os.path.lexists(workspace / DB_FILE_NAME):  # a link or a non-file there is refused by the open
         plan = park("resume_candidate_missing", f"workspace {workspace} has no runtime store")
         lc.emit(sink, lc.plan_parked(session_id or "", "", plan.rejection_reasons))
         return ResumeOutcome(session_id or "", "", plan)

@@ -43,7 +43,7 @@ def check_workspace(path: str | os.PathLike[str]) -> Path:
 
 
 def _has_agent_runs(db_path: Path) -> bool:
-    if not db_path.is_file():
+    if not os.path.lexists(db_path):  # anything else there (a link, a directory) is refused by connect
         return False
     conn = connect(db_path, read_only=True)
     try:

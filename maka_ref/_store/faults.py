@@ -9,22 +9,25 @@ without writing, so the mapping and the checks that precede every open live here
 * :func:`check_store_files` — before SQLite opens anything: the store's own files
   (``runtime.sqlite`` and its ``-wal`` / ``-shm`` / ``-journal``) must not be symbolic links
   (``store_file_symlink``: SQLite follows them, so a link puts the store, or its WAL,
-  outside the workspace) and must not be FIFOs, sockets or devices
-  (``store_file_not_regular``: SQLite would hang reading or be fed garbage; a directory is
-  left to SQLite, which refuses it with ``SQLITE_CANTOPEN``, spec 30 §7.3 C12). An empty (0- or 1-byte) main file beside a
-  ``-wal`` is ``database_corrupt``: SQLite treats that WAL as stale and *deletes* it on open,
-  even through a read-only handle, destroying every committed frame it holds.
+  outside the workspace), must be regular files (``store_file_not_regular``: on a FIFO
+  SQLite would hang reading, a device feeds it garbage, a directory it cannot open) and must
+  have one name (``store_file_hardlinked``: a second hard link, possibly outside the
+  workspace, would see every write). An empty
+  (0- or 1-byte) main file beside a ``-wal`` is ``database_corrupt``: SQLite treats that WAL
+  as stale and *deletes* it on open, even through a read-only handle, destroying every
+  committed frame it holds.
 * :func:`check_integrity` — ``PRAGMA integrity_check`` on every writer open, before the
   first write (migration, repair, the run header). A flipped byte in an index page leaves
   ``quick_check`` silent (it does not compare index entries with their table rows) while
   reads through the index return a wrong history — a completed run without its terminal —
   which ``repair`` would then "fix" by appending a second terminal. ``integrity_check`` sees
-  it. Its cost is measured against the open it guards (``python -m benchmarks
-  integrity``, docs/performance.md).
+  it. Its cost is measured against the open it guards (``python -m benchmarks.integrity``,
+  docs/performance.md "Integrity check on open": about a seventh of the open).
 * :func:`fault_of` — a ``sqlite3`` error (or the ``OSError`` of a directory/file the store
   creates) as a :class:`StoreError` with a stable code: ``store_busy`` (another writer held
   the write lock past the bounded wait, :data:`BUSY_WAIT_S`), ``store_read_only``,
-  ``storage_full``, ``database_corrupt``; None when the error is none of these (a bug, left
+  ``storage_full``, ``database_corrupt``, ``store_unopenable`` (SQLite cannot open the file
+  at all: a path component that is not a directory, a directory it may not search); None when the error is none of these (a bug, left
   to the caller's ``internal_error``).
 
 Residual risk, stated: the file checks are ``lstat`` before SQLite's ``open``; a link
@@ -65,7 +68,7 @@ BUSY_WAIT_S: Final = 5.0
 #: write would meet the same fault and a report of skips with exit 0 would hide it.
 STORE_FAULT_CODES: Final = frozenset({"store_busy", "store_read_only", "storage_full", "database_corrupt"})
 
-#: The store's own files besides the main database (SQLite names them ``<db><suffix>``).
+#: The store's own files: the main database (``""``) and what SQLite names ``<db><suffix>``.
 STORE_FILE_SUFFIXES: Final = ("", "-wal", "-shm", "-journal")
 
 #: What every writer open runs before its first write (see the module docstring).
@@ -77,6 +80,7 @@ _SQLITE_LOCKED: Final = 6
 _SQLITE_READONLY: Final = 8
 _SQLITE_CORRUPT: Final = 11
 _SQLITE_FULL: Final = 13
+_SQLITE_CANTOPEN: Final = 14
 _SQLITE_NOTADB: Final = 26
 _SQLITE_IOERR: Final = 10
 #: ``SQLITE_IOERR_SHORT_READ`` family members that mean "the file is shorter than SQLite
@@ -118,6 +122,8 @@ def fault_of(error: BaseException, db_name: str = "runtime.sqlite") -> StoreErro
         return StoreError(f"no space left for {db_name}: {error}", code="storage_full")
     if primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB) or "malformed" in text or "not a database" in text:
         return StoreError(f"{db_name} is not a readable SQLite database: {error}", code="database_corrupt")
+    if primary == _SQLITE_CANTOPEN:
+        return StoreError(f"{db_name} cannot be opened: {error}", code="store_unopenable")
     if getattr(error, "sqlite_errorcode", None) == _SQLITE_IOERR_SHORT_READ:
         return StoreError(f"{db_name} is shorter than its own header says: {error}", code="database_corrupt")
     return None
@@ -138,10 +144,11 @@ def check_store_files(db_path: str | os.PathLike[str]) -> None:
         if stat.S_ISLNK(info.st_mode):
             raise StoreError(f"{candidate.name} is a symbolic link; the store never follows a link for its own "
                              "files (it would live outside the workspace)", code="store_file_symlink")
-        if stat.S_ISDIR(info.st_mode):
-            continue  # SQLite refuses it itself, with SQLITE_CANTOPEN (spec 30 §7.3 C12)
         if not stat.S_ISREG(info.st_mode):
             raise StoreError(f"{candidate.name} is not a regular file", code="store_file_not_regular")
+        if info.st_nlink > 1:
+            raise StoreError(f"{candidate.name} has {info.st_nlink} hard links; the store never writes a file "
+                             "another name shares (it may live outside the workspace)", code="store_file_hardlinked")
     try:
         main_size = os.lstat(path).st_size
     except OSError:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import stat
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -79,12 +78,10 @@ def _refuse_damaged(db_path: Path) -> None:
     through a *read-only* handle: a writer handle that found the damage would, on close,
     checkpoint the WAL into the main file — a write into a store it refused."""
     try:
-        info = db_path.stat()
+        size = db_path.stat().st_size  # links, non-files, hard links: refused by connect below
     except OSError:
         return  # missing: the writer creates it (or reports why it cannot)
-    if not stat.S_ISREG(info.st_mode):
-        return  # a directory: the writer's open reports SQLITE_CANTOPEN (spec 30 §7.3 C12)
-    if info.st_size == 0 and not os.path.lexists(f"{db_path}-wal"):
+    if size == 0 and not os.path.lexists(f"{db_path}-wal"):
         return  # an empty file the writer initialises, as SQLite does
     with store_faults_coded(db_path.name):
         conn = connect(db_path, read_only=True)

@@ -419,3 +419,27 @@ def test_a_store_file_that_is_a_fifo_is_refused_without_hanging(kind: str, compl
     code = _adapter_open_error(ws, tmp_path) if kind == "adapter" else _error(_command(kind, ws, tmp_path))
     assert code == "store_file_not_regular"
     assert hashlib.sha256((ws / DB).read_bytes()).hexdigest() == before
+
+
+@pytest.mark.parametrize("kind", ["run", "resume", "repair", "adapter"])
+def test_a_directory_as_the_main_database_is_refused(kind: str, completed_template: Path, tmp_path: Path) -> None:
+    ws = _copy(completed_template, tmp_path)
+    (ws / DB).unlink()
+    (ws / DB).mkdir()
+    code = _adapter_open_error(ws, tmp_path) if kind == "adapter" else _error(_command(kind, ws, tmp_path))
+    assert code == "store_file_not_regular"
+    assert (ws / DB).is_dir() and list((ws / DB).iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["run", "resume", "repair", "adapter"])
+def test_a_hard_linked_main_database_is_refused(kind: str, completed_template: Path, tmp_path: Path) -> None:
+    """A second name for ``runtime.sqlite`` outside the workspace sees every write the store
+    makes: the store's own files have exactly one name."""
+    ws = _copy(completed_template, tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.link(ws / DB, outside / DB)
+    before = _digests(ws)
+    code = _adapter_open_error(ws, tmp_path) if kind == "adapter" else _error(_command(kind, ws, tmp_path))
+    assert code == "store_file_hardlinked"
+    assert _digests(ws) == before and sorted(os.listdir(outside)) == [DB]
