@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -135,8 +136,22 @@ def _schema_error(value: Any) -> "jsonschema.ValidationError | None":
 
 
 def _read_script_text(path: str | os.PathLike[str]) -> str:
+    """The script's text: a regular file (a symlink to one is fine) of at most
+    :data:`MAX_SCRIPT_BYTES`. Opened with ``O_NONBLOCK`` and checked with ``fstat`` on the open
+    descriptor, so a FIFO (which would block the open), a device or a directory is refused
+    (``script_not_regular_file``) before anything is read."""
     try:
-        with open(path, "rb") as handle:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except IsADirectoryError:
+        fd = None
+    except OSError as exc:
+        raise ScriptError(f"Cannot read script {os.fspath(path)}: {exc.strerror or exc}", code="script_unreadable") from None
+    if fd is None or not stat.S_ISREG(os.fstat(fd).st_mode):
+        if fd is not None:
+            os.close(fd)
+        raise ScriptError(f"Script {os.fspath(path)} is not a regular file", code="script_not_regular_file")
+    try:
+        with os.fdopen(fd, "rb") as handle:
             data = handle.read(MAX_SCRIPT_BYTES + 1)
     except OSError as exc:
         raise ScriptError(f"Cannot read script {os.fspath(path)}: {exc.strerror or exc}", code="script_unreadable") from None

@@ -429,3 +429,25 @@ def test_a_document_larger_than_the_hold_is_streamed_with_the_same_bytes(monkeyp
     assert main.run(["plan", ledger], stdout=streamed, stderr=io.StringIO()) == 0
     assert streamed.getvalue() == whole.getvalue()
     assert len(writes) > 3
+
+
+# --------------------------------------------------------------------------- run --script
+
+
+@pytest.mark.parametrize("what", ["fifo", "directory", "dev_zero"])
+def test_a_script_that_is_not_a_regular_file_is_refused_before_the_run(tmp_path: Path, what: str) -> None:
+    """``run --script FIFO`` blocked for ever in ``open``; a directory was ``script_unreadable``
+    and ``/dev/zero`` was read up to the size guard. Now all are refused before anything is
+    read or the run exists: ``script_not_regular_file``, exit 2, the workspace untouched."""
+    script = tmp_path / "script.json"
+    if what == "fifo":
+        os.mkfifo(script)
+    elif what == "directory":
+        script.mkdir()
+    else:
+        script.symlink_to("/dev/zero")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    error = _error(_maka_ref("run", "--workspace", str(ws), "--script", str(script)))
+    assert error["code"] == "script_not_regular_file"
+    assert not (ws / "runtime.sqlite").exists()
