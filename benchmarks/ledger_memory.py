@@ -1,7 +1,7 @@
 """``python -m benchmarks.ledger_memory``: peak memory of ``maka-ref resolve`` / ``plan`` on a
 large ledger file (issue 13 item 2; results in docs/performance.md).
 
-One command: it writes a ledger of ``--events`` RuntimeEvents (the shape of
+One command: it writes (in a child) a ledger of ``--events`` RuntimeEvents (the shape of
 ``benchmarks.ledgers``: one T1 run, ~350 bytes a line) to a temporary file, then runs each
 command as a real child process (``python -m maka_ref resolve|plan FILE``, stdout read and
 hashed by this process) and takes the child's own peak resident set size from ``wait4``'s
@@ -72,8 +72,13 @@ def run_child(argv: list[str], tree: str | None = None) -> dict[str, Any]:
 def measure(n_events: int, directory: str | None, compare: str | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="maka-ledger-memory-", dir=directory) as scratch:
         ledger = Path(scratch) / "ledger.jsonl"
-        size = write_ledger(ledger, n_events)
         py = sys.executable
+        # Written by a child: a forked child's ru_maxrss starts from its parent's resident
+        # size, so this process must stay small for the children's peaks to be their own.
+        subprocess.run([py, "-c", "import sys; from benchmarks.ledger_memory import write_ledger; "
+                        "write_ledger(__import__('pathlib').Path(sys.argv[1]), int(sys.argv[2]))",
+                        str(ledger), str(n_events)], check=True, cwd=Path(__file__).resolve().parents[1])
+        size = ledger.stat().st_size
         rows: dict[str, Any] = {
             "interpreter": run_child([py, "-c", "import maka_ref"]),
             "jsonLoads": run_child([py, "-c", _JSON_BASELINE, str(ledger)]),
