@@ -3,13 +3,15 @@
 Why a module here rather than in ``conformance/_cli/main.py``: the main CLI file is shared by
 several subcommands; keeping ours in one place leaves it two lines to call.
 Exit codes: ``fuzz`` 0 nothing found, 1 a disagreement (or a stray file; with ``--self``: a
-finding; with ``--coverage``: a reachable code the generators missed), 2 a harness error;
+finding; with ``--coverage``: a reachable code the generators missed), 2 a harness error,
+130 interrupted by SIGINT (``fuzz.json`` then is a partial report, ``"interrupted": true``);
 ``replay`` 0 agree, 1 disagree, 2 error.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any, TextIO
 
 __all__ = ["add_parsers", "cmd_fuzz", "cmd_replay"]
@@ -73,7 +75,10 @@ def cmd_fuzz(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                         time_budget=args.time_budget, report_dir=args.report_dir, batch=not args.no_batch,
                         timeout=args.timeout, properties=(args.only,) if args.only else ("ledger", "schedule"))
     result = run_fuzz(config, out)
-    if result.harness_error is not None:
+    if result.interrupted:
+        print(f"maka-conformance: interrupted: partial fuzz report in {os.path.join(args.report_dir, 'fuzz.json')}",
+              file=err)
+    elif result.harness_error is not None:
         print(f"maka-conformance: error: {result.harness_error}", file=err)
     return result.exit_code
 

@@ -71,9 +71,13 @@ class FuzzResult:
     harness_error: str | None = None
     #: Files left in the workspaces' root: written outside every per-example workspace.
     stray_files: list[str] = field(default_factory=list)
+    #: SIGINT stopped a search: ``fuzz.json`` is a partial report (``"interrupted": true``).
+    interrupted: bool = False
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
         return 2 if self.harness_error else 1 if self.bundles or self.stray_files else 0
 
 
@@ -277,45 +281,53 @@ def run_fuzz(config: FuzzConfig, out: TextIO | None = None) -> FuzzResult:
     leave_search_environment = enter_search_environment(report_dir, db_dir)
     summary: dict[str, Any] = {"seed": seed, "implementation": {"command": command}, "database": db_dir,
                                "properties": {}}
+    interrupted = False
     try:
         try:
             impl._started()
+        except KeyboardInterrupt:  # before anything ran: the partial report says so
+            interrupted = True
         except Exception as exc:  # noqa: BLE001 - ProtocolFailure or OSError: the run cannot start
             result.harness_error = f"cannot start {impl.name}: {exc}"
             return result
-        summary["implementation"]["handshake"] = impl.handshake
+        summary["implementation"]["handshake"] = impl.handshake if not interrupted else None
         os.makedirs(db_dir, exist_ok=True)  # created even when empty: a CI cache step can rely on it
         db = DirectoryBasedExampleDatabase(db_dir)
-        ledger_ops, unclaimed_ops = _claimed_ledger_ops(impl.handshake)
-        skipped = _skipped(config.properties, impl.handshake, ledger_ops)
+        handshake = summary["implementation"]["handshake"]
+        ledger_ops, unclaimed_ops = _claimed_ledger_ops(handshake)
+        skipped = _skipped(config.properties, handshake, ledger_ops) if not interrupted else {}
         active = [p for p in PROPERTIES if p in config.properties and p not in skipped]
-        interrupted = False
         for prop in (p for p in PROPERTIES if p in config.properties):
             if prop in skipped or interrupted:
                 reason = skipped.get(prop) or "interrupted"
                 summary["properties"][prop] = {"skipped": reason, "examples": 0, "buckets": [], "bundle": None}
                 print(f"  {prop}: skipped ({reason})", file=out, flush=True)
                 continue
-            remaining = None
-            if config.time_budget is not None:
-                left = config.time_budget - (time.monotonic() - started)
-                remaining = max(0.0, left / (len(active) - active.index(prop)))
-            budget = Budget.split(time.monotonic(), remaining)
-            t0 = time.monotonic()
-            if prop == "ledger":
-                outcome = _ledger_search(config, seed, db, impl, ref, budget, ledger_ops)
-            else:
-                outcome = _schedule_search(config, seed, db, impl, ref, budget, workspace_root)
-            entry: dict[str, Any] = {"examples": outcome.examples, "shrinkExamples": outcome.shrink_examples,
-                                     "seconds": round(time.monotonic() - t0, 3), "stopped": outcome.stopped}
-            if prop == "ledger":
-                entry["ops"] = list(ledger_ops)
-                entry["skippedOps"] = {op: f"{OPERATIONS[op]} not claimed" for op in unclaimed_ops}
-            entry["buckets"] = [_report_bucket(b, prop, seed, command, impl, report_dir, result) for b in outcome.buckets]
-            entry["bundle"] = entry["buckets"][0]["bundle"] if entry["buckets"] else None
-            _print_search(prop, outcome, entry, out)
-            summary["properties"][prop] = entry
-            interrupted = outcome.stopped == "interrupted"
+            try:
+                remaining = None
+                if config.time_budget is not None:
+                    left = config.time_budget - (time.monotonic() - started)
+                    remaining = max(0.0, left / (len(active) - active.index(prop)))
+                budget = Budget.split(time.monotonic(), remaining)
+                t0 = time.monotonic()
+                if prop == "ledger":
+                    outcome = _ledger_search(config, seed, db, impl, ref, budget, ledger_ops)
+                else:
+                    outcome = _schedule_search(config, seed, db, impl, ref, budget, workspace_root)
+                entry: dict[str, Any] = {"examples": outcome.examples, "shrinkExamples": outcome.shrink_examples,
+                                         "seconds": round(time.monotonic() - t0, 3), "stopped": outcome.stopped}
+                if prop == "ledger":
+                    entry["ops"] = list(ledger_ops)
+                    entry["skippedOps"] = {op: f"{OPERATIONS[op]} not claimed" for op in unclaimed_ops}
+                entry["buckets"] = [_report_bucket(b, prop, seed, command, impl, report_dir, result) for b in outcome.buckets]
+                entry["bundle"] = entry["buckets"][0]["bundle"] if entry["buckets"] else None
+                _print_search(prop, outcome, entry, out)
+                summary["properties"][prop] = entry
+                interrupted = outcome.stopped == "interrupted"
+            except KeyboardInterrupt:  # outside Hypothesis's own handling (setup, reporting)
+                interrupted = True
+                summary["properties"].setdefault(prop, {"examples": 0, "buckets": [], "bundle": None,
+                                                        "stopped": "interrupted"})
         summary["batching"] = impl.batching
         summary["restarts"] = impl.restarts
         summary["requests"] = dict(sorted(impl.sent.items()))
@@ -326,6 +338,7 @@ def run_fuzz(config: FuzzConfig, out: TextIO | None = None) -> FuzzResult:
         stray = _stray_files(workspace_root)
         shutil.rmtree(workspace_root, ignore_errors=True)
     summary["strayFiles"] = stray
+    summary["interrupted"] = result.interrupted = interrupted
     summary["seconds"] = round(time.monotonic() - started, 3)
     summary["bundles"] = result.bundles
     summary["buckets"] = [{"property": prop, **b} for prop, entry in summary["properties"].items()

@@ -464,3 +464,30 @@ def test_sigint_to_selftest_writes_a_partial_report_and_leaves_nothing_running(t
         selftest.kill()
         selftest.communicate()
         _kill_all(list(tree))
+
+
+def test_sigint_to_fuzz_writes_a_partial_report_and_leaves_nothing_running(tmp_path: Path) -> None:
+    report_dir, log = tmp_path / "r", tmp_path / "stdout.txt"
+    with open(log, "w") as out:
+        fuzz = subprocess.Popen([sys.executable, "-m", "conformance", "fuzz", "--examples", "100000", "--seed", "7",
+                                 "--only", "ledger", "--report-dir", str(report_dir)], cwd=tmp_path, text=True,
+                                stdout=out, stderr=subprocess.PIPE, start_new_session=True)
+    tree: dict[int, psutil.Process] = {}
+
+    def searching() -> bool:  # the handshake is done: the example database is created next
+        _tree_of(fuzz.pid, tree)
+        return (report_dir / ".hypothesis" / "maka-fuzz").is_dir() and any(_is_adapter(p) for p in tree.values())
+
+    try:
+        status, err = _interrupt_when(fuzz, searching, tree)
+        assert "Traceback" not in err, err
+        assert status == 130, (status, err)
+        assert len(err.strip().splitlines()) == 1 and "interrupted" in err, err
+        report = json.loads((report_dir / "fuzz.json").read_text())
+        assert report["interrupted"] is True
+        assert report["properties"]["ledger"]["stopped"] == "interrupted"
+        assert _gone(list(tree), within=10.0) == []
+    finally:
+        fuzz.kill()
+        fuzz.communicate()
+        _kill_all(list(tree))
