@@ -165,6 +165,9 @@ def _worker_summary(config: pytest.Config) -> dict[str, Any]:
         "survivors": [],
     }
     if session is not None:
+        from crashlab._client._cgroup import tracking_description
+
+        data["tracking"] = tracking_description()  # what a survivor check could and could not see
         session.close()
         data["survivors"] = list(session.survivor_reports)
         data["command"] = session.command

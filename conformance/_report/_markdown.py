@@ -81,6 +81,11 @@ def _summary(report: RunReport) -> list[str]:
     if report.unknown_capabilities:
         names = ", ".join(cell(c) for c in report.unknown_capabilities)
         lines.append(f"- Unknown capabilities claimed (ignored): {names}")
+    tracking = report.implementation.get("processTracking")
+    if tracking:
+        lines.append(f"- Process tracking: {cell(str(tracking))}")
+    if report.interrupted:
+        lines += ["", "**Interrupted (SIGINT)**: a partial report of the clauses that finished; it certifies nothing."]
     if report.harness_errors:
         lines += ["", f"**Harness errors ({len(report.harness_errors)})**: the run is "
                   "incomplete and certifies nothing.", ""]

@@ -62,7 +62,7 @@ class ControllerPlugin:
 
     def _merge(self, target: str, data: dict[str, Any]) -> None:
         info = self.recorder.target_info(target)
-        for key in ("handshake", "unavailable", "platform", "python", "command"):
+        for key in ("handshake", "unavailable", "platform", "python", "command", "tracking"):
             if data.get(key) and not info.get(key):
                 info[key] = data[key]
         info["workers"] = info.get("workers", 0) + 1

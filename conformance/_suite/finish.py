@@ -56,6 +56,8 @@ def build_reports(config: pytest.Config, recorder: Recorder, exitstatus: int) ->
             "capabilities": list(handshake.get("capabilities") or []),
             "failpoints": list(handshake.get("failpoints") or []),
             "command": info.get("command") or handshake.get("command"),
+            # how the harness found the implementation's processes (cgroup, or what it could not see)
+            "processTracking": info.get("tracking"),
         }
         errors: list[str] = []
         unavailable = info.get("unavailable")

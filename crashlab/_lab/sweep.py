@@ -65,8 +65,10 @@ class SweepReport:
         return list(rows.values())
 
     def to_json(self) -> dict[str, Any]:
+        from crashlab._client._cgroup import tracking_description
+
         return {"tool": "crashlab sweep", "python": platform.python_version(), "platform": sys.platform,
-                "command": self.command, "workers": self.workers, "durationS": round(self.duration_s, 2),
+                "command": self.command, "processTracking": tracking_description(), "workers": self.workers, "durationS": round(self.duration_s, 2),
                 "counts": self.counts(), "ok": self.ok, "interrupted": self.interrupted,
                 "planned": self.planned or len(self.results), "table": self.table(),
                 "trials": [r.to_json() for r in self.results]}
