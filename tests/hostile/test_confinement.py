@@ -421,3 +421,19 @@ def test_reading_the_effect_log_never_follows_a_link_or_blocks_on_a_fifo(places:
         pytest.fail("read_effect_log blocked on a FIFO")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("OSError"), done.stdout
+
+
+def test_the_lifecycle_log_does_not_follow_a_symlinked_maka_dir(places: tuple[Path, Path]) -> None:
+    """``resume`` appends its lifecycle events (spec 20 §7) to ``.maka/lifecycle.jsonl``; with
+    ``.maka`` a symlink to an outside directory nothing may be written there. The sink is best
+    effort, so the command still answers (here: parked, nothing to resume)."""
+    ws, outside = places
+    assert run_turn(ws, script(T1)).to_json()["status"] == "completed"
+    (outside / "maka-dir").mkdir()
+    os.symlink(outside / "maka-dir", ws / ".maka")
+    done = subprocess.run([sys.executable, "-m", "maka_ref", "resume", "--workspace", str(ws)], capture_output=True,
+                          text=True, timeout=120, env=clean_env(flag=True), stdin=subprocess.DEVNULL)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 3, (done.returncode, done.stdout, done.stderr)
+    assert json.loads(done.stdout)["parked"] is True
+    assert list((outside / "maka-dir").iterdir()) == []
