@@ -49,6 +49,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     import os
 
+    if config.getoption("maka_impl") is not None or config.getoption("maka_timeout") != 30.0:
+        # the same checks as the CLIs (an empty command never means the reference); imported
+        # only when the options are given, so an unrelated pytest session stays cheap
+        from crashlab._lab.options import OptionError, check_impl, check_seconds
+
+        try:
+            check_impl(config.getoption("maka_impl"), "--maka-impl")
+            check_seconds(config.getoption("maka_timeout"), "--maka-timeout")
+        except OptionError as exc:
+            raise pytest.UsageError(str(exc)) from None
     if os.environ.get("MAKA_CONFORMANCE_LIFELINE") == "1":  # started by certify: die with the parent
         from crashlab._client._lifeline import watch_parent
 

@@ -174,6 +174,15 @@ def test_bad_impl_timeout_and_report_dir_are_usage_errors(tmp_path: Path) -> Non
     assert not failures, failures
 
 
+@pytest.mark.parametrize("extra", [["--maka-impl", ""], ["--maka-timeout", "nan"], ["--maka-timeout", "0"]])
+def test_the_pytest_plugin_refuses_the_same_bad_options(tmp_path: Path, extra: list[str]) -> None:
+    """``pytest -p conformance.plugin`` directly: the same checks as the CLIs (a usage error)."""
+    done = _python("-m", "pytest", "-p", "conformance.plugin", "-p", "no:cacheprovider", "--pyargs",
+                   "conformance.suite", "-q", "-k", SHARED_SUBSET, *extra, cwd=tmp_path)
+    assert done.returncode == 4, (done.returncode, done.stdout[-500:], done.stderr[-500:])
+    assert "invalid_impl" in done.stderr or "invalid_timeout" in done.stderr, done.stderr
+
+
 # ---------------------------------------------------------------------------------- 2. leader exit
 
 
