@@ -53,11 +53,11 @@ def write_ledger(path: Path, n_events: int) -> int:
 def run_child(argv: list[str], tree: str | None = None) -> dict[str, Any]:
     """Run ``argv``; its exit status, seconds, peak RSS (bytes) and the sha256 of its stdout."""
     env = dict(os.environ)
-    if tree is not None:
+    if tree is not None:  # ``python -m`` puts the working directory first on sys.path
         env["PYTHONPATH"] = tree
     digest = hashlib.sha256()
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=tree)
     assert proc.stdout is not None
     for chunk in iter(lambda: proc.stdout.read(1 << 20), b""):  # type: ignore[union-attr]
         digest.update(chunk)

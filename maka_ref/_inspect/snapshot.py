@@ -28,11 +28,11 @@ vanishingly small window on a database that was being written at that very momen
 
 from __future__ import annotations
 
+import errno
 import os
-import shutil
 import sqlite3
 import stat
-import tempfile
+import tempfile  # noqa: F401 - tests patch snapshot.tempfile.mkdtemp (private_dirs uses it)
 import time
 from pathlib import Path
 from typing import Callable
@@ -62,6 +62,7 @@ _HEADER_BYTES = {"": 100, "-wal": 32, "-journal": 28}
 _Signature = tuple[object, ...] | None
 
 _CHUNK = 1024 * 1024
+_SENDFILE_CHUNK = 64 * 1024 * 1024
 
 
 def _not_regular(path: Path, mode: int) -> StoreError:
@@ -109,7 +110,20 @@ def copy_regular_file(source: Path, dest: Path) -> None:
     try:
         with open(dest, "xb") as out:
             remaining = st.st_size + 1
+            use_sendfile = hasattr(os, "sendfile")
             while remaining > 0:
+                if use_sendfile:  # in-kernel copy (what shutil.copyfile used), still bounded
+                    try:
+                        sent = os.sendfile(out.fileno(), fd, None, min(_SENDFILE_CHUNK, remaining))
+                    except OSError as error:
+                        if error.errno not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+                            raise
+                        use_sendfile = False
+                        continue
+                    if not sent:
+                        break
+                    remaining -= sent
+                    continue
                 chunk = os.read(fd, min(_CHUNK, remaining))
                 if not chunk:
                     break
