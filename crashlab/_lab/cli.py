@@ -178,3 +178,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     except KeyboardInterrupt:
         err.write("crashlab: interrupted\n")
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # stdout closed by its reader (``crashlab sweep --list | head``)
+        try:  # nothing more may reach the closed pipe, not even the interpreter's final flush
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        err.write("crashlab: error: output_unwritable: stdout was closed\n")
+        return EXIT_USAGE

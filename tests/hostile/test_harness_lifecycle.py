@@ -500,3 +500,15 @@ def test_sigint_to_fuzz_writes_a_partial_report_and_leaves_nothing_running(tmp_p
         fuzz.kill()
         fuzz.communicate()
         _kill_all(list(tree))
+
+
+def test_a_closed_stdout_is_one_error_line_not_a_traceback(tmp_path: Path) -> None:
+    """``crashlab sweep --list | head -1``: the reader goes away while the listing (megabytes: more
+    than a pipe holds) is written; one error line, exit 2."""
+    proc = subprocess.Popen([sys.executable, "-m", "crashlab", "sweep", "--list", "--trials", "300"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline()
+    proc.stdout.close()  # like head after its first line
+    err = proc.stderr.read() if proc.stderr is not None else ""
+    assert proc.wait(60) == 2, err
+    assert "Traceback" not in err and err.strip().splitlines() == ["crashlab: error: output_unwritable: stdout was closed"]
