@@ -82,6 +82,8 @@ def _open(source: str) -> BinaryIO:
     ``O_NONBLOCK`` so that opening a FIFO returns at once and ``fstat`` of the opened file
     can refuse it; a symlink to a regular file is a regular file (the user named it)."""
     if source == "-":
+        if sys.stdin is None:  # started with descriptor 0 closed
+            raise InputError("unreadable_input", "cannot read '-': standard input is closed")
         return sys.stdin.buffer
     try:
         fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -140,7 +142,7 @@ def iter_ledger_values(source: str) -> Iterator[tuple[int, Any]]:
                 continue
             yield number, value
     finally:
-        if handle is not sys.stdin.buffer:
+        if source != "-":
             handle.close()
     if json_error is not None:
         raise json_error

@@ -451,3 +451,11 @@ def test_a_script_that_is_not_a_regular_file_is_refused_before_the_run(tmp_path:
     error = _error(_maka_ref("run", "--workspace", str(ws), "--script", str(script)))
     assert error["code"] == "script_not_regular_file"
     assert not (ws / "runtime.sqlite").exists()
+
+
+def test_a_closed_stdin_is_unreadable_input() -> None:
+    """``resolve -`` started with descriptor 0 closed: ``unreadable_input``, not an
+    ``internal_error`` from a missing ``sys.stdin``."""
+    done = subprocess.run([sys.executable, "-m", "maka_ref", "resolve", "-"], capture_output=True, text=True,
+                          timeout=HANG_S, stdin=subprocess.DEVNULL, preexec_fn=lambda: os.close(0))
+    assert _error(done)["code"] == "unreadable_input"
