@@ -370,6 +370,24 @@ def test_a_full_disk_before_the_run_header_is_storage_full(tmp_path: Path) -> No
         subprocess.run(["umount", str(mounted)], capture_output=True)
 
 
+def test_sqlite_full_maps_to_storage_full(tmp_path: Path) -> None:
+    """SQLite's own ``SQLITE_FULL`` (a database capped by ``max_page_count``) is the code, so
+    the mapping is covered where no small file system can be mounted."""
+    from maka_ref._store.faults import fault_of
+
+    conn = sqlite3.connect(tmp_path / "capped.sqlite")
+    try:
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("PRAGMA max_page_count = 3")
+        with pytest.raises(sqlite3.OperationalError) as raised:
+            for _ in range(100):
+                conn.execute("INSERT INTO t VALUES (?)", (b"\0" * 4096,))
+    finally:
+        conn.close()
+    fault = fault_of(raised.value)
+    assert fault is not None and fault.code == "storage_full"
+
+
 # ------------------------------------------------------------- 7. truncated main file
 
 
