@@ -467,8 +467,9 @@ def test_not_a_database(tmp_path: Path) -> None:
 
 
 def test_database_path_is_a_directory(tmp_path: Path) -> None:
+    """The store's own code for the fault (issue 13: ``store_file_not_regular``, as a writer)."""
     (tmp_path / "runtime.sqlite").mkdir()
-    expect_error(tmp_path, "database_corrupt")
+    expect_error(tmp_path, "store_file_not_regular")
 
 
 def test_newer_schema(tmp_path: Path) -> None:

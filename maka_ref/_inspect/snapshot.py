@@ -74,9 +74,11 @@ def _not_regular(path: Path, mode: int) -> StoreError:
         else "a socket" if stat.S_ISSOCK(mode)
         else "not a regular file"
     )
+    # The store's own codes for the same fault (maka_ref._store.faults), so that inspect and
+    # a writer name a linked or FIFO store file alike.
     return StoreError(
         f"{path.name} in the workspace is {kind}, not a regular file; SQLite's own files never are",
-        code="database_corrupt",
+        code="store_file_symlink" if stat.S_ISLNK(mode) else "store_file_not_regular",
     )
 
 
@@ -236,8 +238,9 @@ def copy_database_files(db_path: Path, dest_dir: Path) -> list[str]:
     """Copy ``db_path`` and its sidecars into ``dest_dir`` (same names) as one consistent
     snapshot; returns the copied file names (sorted). Raises ``workspace_busy`` after
     :data:`ATTEMPTS` attempts that each raced with a writer, ``workspace_unreadable`` on a
-    permission error, ``database_corrupt`` when the database or a sidecar is not a regular
-    file (a symlink, FIFO, device, directory: refused before anything is read from it), and
+    permission error, ``store_file_symlink`` / ``store_file_not_regular`` when the database or
+    a sidecar is a symlink / not a regular file (FIFO, device, directory: refused before
+    anything is read from it), and
     ``snapshot_unavailable`` when the copy would not fit in the temporary file system."""
     dest_db = dest_dir / db_path.name
     for attempt in range(ATTEMPTS):

@@ -123,14 +123,14 @@ def _place(path: Path, what: str, outside: Path) -> None:
 )
 def test_inspect_refuses_a_store_file_that_is_not_a_regular_file(tmp_path: Path, name: str, what: str) -> None:
     """A symlink to ``/dev/zero`` used to be copied without end into the temporary directory,
-    a FIFO blocked the copy forever. Now: ``database_corrupt`` naming the file and what it
-    is, nothing copied, nothing left in the temporary directory, the workspace unchanged."""
+    a FIFO blocked the copy forever. Now: the store's own codes (``store_file_symlink``,
+    ``store_file_not_regular``, as a writer open answers) naming the file, nothing copied, nothing left in the temporary directory, the workspace unchanged."""
     ws = _store(tmp_path / "ws")
     _place(ws / name, what, tmp_path / "outside")
     tmp = tmp_path / "tmp"
     before = _tree(tmp_path)
     error = _error(_maka_ref("inspect", "--workspace", str(ws), env=_tmpdir_env(tmp)))
-    assert error["code"] == "database_corrupt"
+    assert error["code"] == ("store_file_symlink" if what != "fifo" else "store_file_not_regular")
     assert name in error["message"] and "not a regular file" in error["message"]
     assert list(tmp.iterdir()) == []
     tmp.rmdir()
