@@ -148,7 +148,7 @@ def _as_vector_prints_a_schema_valid_golden_vector_that_the_reference_passes(led
 
 def test_a_schedule_disagreement_is_shrunk_and_replays(tmp_path: Path) -> None:
     result = run_fuzz(FuzzConfig(impl=STORE_MUTANT, schedule_examples=30, seed=3, report_dir=str(tmp_path), steps=8,
-                                 properties=("schedule",), time_budget=90), io.StringIO())
+                                 properties=("schedule",)), io.StringIO())
     assert result.exit_code == 1 and result.bundles
     bundle = load_bundle(result.bundles[0])
     for path in result.bundles:  # the accepted dispatch, and what follows from it (one bucket each)
