@@ -459,3 +459,32 @@ def test_a_closed_stdin_is_unreadable_input() -> None:
     done = subprocess.run([sys.executable, "-m", "maka_ref", "resolve", "-"], capture_output=True, text=True,
                           timeout=HANG_S, stdin=subprocess.DEVNULL, preexec_fn=lambda: os.close(0))
     assert _error(done)["code"] == "unreadable_input"
+
+
+def test_inspect_refuses_a_snapshot_that_would_not_fit(tmp_path: Path) -> None:
+    """A sparse ``-wal`` larger than the free space of the temporary file system (a few bytes
+    on disk, terabytes to copy) is refused before the copy starts — ``snapshot_unavailable`` —
+    instead of filling that file system; nothing is left behind and the workspace is unchanged."""
+    ws = _store(tmp_path / "ws")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    fs = os.statvfs(tmp)
+    wal = ws / "runtime.sqlite-wal"
+    with open(wal, "wb") as handle:
+        handle.truncate(fs.f_bavail * fs.f_frsize + 1024 * MIB)  # sparse: no block written
+    moved = tmp_path.parent / f"{tmp_path.name}-wal-aside"  # outside the tree compared
+    wal_stat = (wal.stat().st_size, wal.stat().st_mtime_ns, wal.stat().st_blocks)
+
+    def tree() -> dict[str, Any]:  # the sparse file is too large to hash: compare it by its stat
+        wal.rename(moved)
+        try:
+            return _tree(tmp_path)
+        finally:
+            moved.rename(wal)
+
+    before = tree()
+    error = _error(_maka_ref("inspect", "--workspace", str(ws), env=_tmpdir_env(tmp)))
+    assert error["code"] == "snapshot_unavailable"
+    assert list(tmp.iterdir()) == []
+    assert tree() == before
+    assert (wal.stat().st_size, wal.stat().st_mtime_ns, wal.stat().st_blocks) == wal_stat
