@@ -65,7 +65,10 @@ def cmd_fuzz(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         self_config = SelfFuzzConfig(examples=examples, seed=args.seed, time_budget=args.time_budget,
                                      report_dir=args.report_dir, targets=tuple(args.only_target or SELF_TARGETS))
         self_result = run_self_fuzz(self_config, out)
-        if self_result.harness_error is not None:
+        if self_result.interrupted:
+            print("maka-conformance: interrupted: partial self-fuzz report in "
+                  f"{os.path.join(args.report_dir, 'selffuzz.json')}", file=err)
+        elif self_result.harness_error is not None:
             print(f"maka-conformance: error: {self_result.harness_error}", file=err)
         return self_result.exit_code
     if args.only_target:

@@ -54,9 +54,14 @@ class SelfFuzzResult:
     bundles: list[str] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     harness_error: str | None = None
+    #: SIGINT stopped the run: ``selffuzz.json`` is a partial report (``"interrupted": true``)
+    #: holding the targets that ran and what they found.
+    interrupted: bool = False
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
         return 2 if self.harness_error else 1 if self.bundles else 0
 
 
@@ -162,6 +167,10 @@ def run_self_fuzz(config: SelfFuzzConfig, out: TextIO | None = None) -> SelfFuzz
             t0 = time.monotonic()
             try:
                 outcome = _search(name, config, seed, db_dir, Budget.split(t0, remaining), scratch)
+            except KeyboardInterrupt:  # outside Hypothesis's own handling (building a target's images)
+                result.interrupted = True
+                summary["targets"][name] = {"examples": 0, "stopped": "interrupted", "bundle": None}
+                break
             except Exception as exc:  # noqa: BLE001 - the harness itself (a strategy, the images) failed
                 result.harness_error = f"target {name}: {type(exc).__name__}: {exc}"
                 summary["targets"][name] = {"harnessError": result.harness_error}
@@ -183,11 +192,20 @@ def run_self_fuzz(config: SelfFuzzConfig, out: TextIO | None = None) -> SelfFuzz
                 print(f"  {name}: {outcome.examples} examples ({entry['examplesPerSecond']}/s), nothing raised"
                       + (f" (stopped by the {outcome.stopped})" if outcome.stopped else ""), file=out, flush=True)
             summary["targets"][name] = entry
+            if outcome.stopped == "interrupted":  # Ctrl-C stops the run, not only the target it landed in
+                result.interrupted = True
+                break
+    except KeyboardInterrupt:  # while a finding was being written or reported: what is done is kept
+        result.interrupted = True
     finally:
         leave_search_environment()
         shutil.rmtree(scratch, ignore_errors=True)
     summary["seconds"] = round(time.monotonic() - started, 3)
     summary["bundles"] = result.bundles
+    summary["interrupted"] = result.interrupted
+    why = "interrupted" if result.interrupted else "harness error"
+    for name in targets:  # targets kept from running are named, not silently absent
+        summary["targets"].setdefault(name, {"examples": 0, "stopped": f"not run ({why})", "bundle": None})
     result.summary = summary
     with open(os.path.join(report_dir, "selffuzz.json"), "w", encoding="utf-8") as handle:
         json.dump(summary, handle, indent=1, ensure_ascii=True, default=str)

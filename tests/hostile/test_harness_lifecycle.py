@@ -512,3 +512,29 @@ def test_a_closed_stdout_is_one_error_line_not_a_traceback(tmp_path: Path) -> No
     err = proc.stderr.read() if proc.stderr is not None else ""
     assert proc.wait(60) == 2, err
     assert "Traceback" not in err and err.strip().splitlines() == ["crashlab: error: output_unwritable: stdout was closed"]
+
+
+def test_sigint_to_self_fuzz_stops_every_target_and_writes_a_partial_report(tmp_path: Path) -> None:
+    """``fuzz --self``: Ctrl-C in the first target used to stop only that target (Hypothesis
+    catches the interrupt) and the next one started; now the run stops, ``selffuzz.json`` is
+    written marked interrupted with the target that was stopped and the one that never ran."""
+    report_dir = tmp_path / "r"
+    fuzz = subprocess.Popen([sys.executable, "-m", "conformance", "fuzz", "--self", "--only-target", "codec",
+                             "--only-target", "ledger", "--examples", "1000000", "--seed", "7",
+                             "--report-dir", str(report_dir)], cwd=tmp_path, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    tree: dict[int, psutil.Process] = {}
+    try:
+        status, err = _interrupt_when(fuzz, lambda: (report_dir / ".hypothesis" / "maka-fuzz" / "self-codec").is_dir(),
+                                      tree)
+        assert "Traceback" not in err, err
+        assert status == 130, (status, err)
+        assert len(err.strip().splitlines()) == 1 and "interrupted" in err, err
+        report = json.loads((report_dir / "selffuzz.json").read_text())
+        assert report["interrupted"] is True
+        assert report["targets"]["codec"]["stopped"] == "interrupted"
+        assert report["targets"]["ledger"] == {"examples": 0, "stopped": "not run (interrupted)", "bundle": None}
+    finally:
+        fuzz.kill()
+        fuzz.communicate()
+        _kill_all(list(tree))
