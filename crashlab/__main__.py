@@ -1,8 +1,6 @@
 """``python -m crashlab`` = the ``crashlab`` command (``docs/crashlab.md``)."""
 
-import sys
-
-from crashlab._lab.cli import main
+from crashlab._lab.cli import console_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

@@ -193,4 +193,6 @@ def run(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stde
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    raise SystemExit(run(argv))
+    from crashlab._lab.ending import end_process
+
+    end_process(run(argv))

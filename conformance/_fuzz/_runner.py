@@ -331,6 +331,8 @@ def run_fuzz(config: FuzzConfig, out: TextIO | None = None) -> FuzzResult:
         summary["batching"] = impl.batching
         summary["restarts"] = impl.restarts
         summary["requests"] = dict(sorted(impl.sent.items()))
+    except KeyboardInterrupt:  # between the steps above (opening the database, choosing properties)
+        interrupted = True
     finally:
         leave_search_environment()
         impl.close()

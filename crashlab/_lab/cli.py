@@ -13,7 +13,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import Any, NoReturn, Sequence, TextIO
 
 from crashlab._lab.model import FAULTS, MODES
 from crashlab._lab.options import OptionError, check_common_options
@@ -162,6 +162,14 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
     if result.outcome == "error":
         return EXIT_USAGE
     return EXIT_OK if result.outcome in ("passed", "not_claimed") else EXIT_FAILED
+
+
+def console_main() -> NoReturn:
+    """The ``crashlab`` console script: :func:`main`, ended by :func:`~crashlab._lab.ending.end_process`
+    (an interrupted sweep exits 130, never by the signal)."""
+    from crashlab._lab.ending import end_process
+
+    end_process(main())
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
