@@ -22,6 +22,7 @@ import stat
 from pathlib import Path
 from typing import Any, Final
 
+from maka_ref._durable import write_all
 from maka_ref._codec.jsontext import parse_json
 from maka_ref._errors import InvalidJSONTextError
 from maka_ref._runtime.beneath import open_private_dir
@@ -81,10 +82,7 @@ def write_script_sidecar(root: str | os.PathLike[str], run_id: str, script: Any)
             os.unlink(temp, dir_fd=dir_fd)
             fd = os.open(temp, flags, 0o644, dir_fd=dir_fd)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            write_all(fd, data, sync=True)
         finally:
             os.close(fd)
         os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # replaces a planted link itself

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from maka_ref._durable import write_all
+
 __all__ = [
     "EFFECT_LOG_NAME",
     "EffectLog",
@@ -75,10 +77,7 @@ def append_effect_start(workspace: str | os.PathLike[str], operation_id: str, to
             # the runtime never appends its oracle to a file it does not solely own.
             raise OSError(errno.EPERM, f"{EFFECT_LOG_NAME} must be one regular file with one link "
                                        f"(mode {stat.filemode(info.st_mode)}, {info.st_nlink} links)")
-        view = memoryview(line)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        write_all(fd, line, sync=True)
     finally:
         os.close(fd)
     if created:

@@ -55,6 +55,7 @@ from typing import Any, ClassVar, Final
 
 import jsonschema
 
+from maka_ref._durable import write_all
 from maka_ref._runtime._schemacheck import compile_schema
 from maka_ref._runtime.effects import fsync_directory as _fsync_directory
 from maka_ref._runtime.errors import RuntimeLoopError
@@ -116,12 +117,6 @@ def temp_path_for(target: Path, operation_id: str) -> Path:
     return target.parent / f".{target.name}.{operation_id}.tmp"
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def _lstat_final(where: Beneath) -> os.stat_result | None:
     try:
         return os.stat(where.at(where.name), dir_fd=where.dir_fd, follow_symlinks=False)
@@ -179,7 +174,7 @@ def _replace_file(where: Beneath, data: bytes, operation_id: str, mode: int) -> 
         fd = os.open(temp, flags, mode, dir_fd=dir_fd)
     try:
         try:
-            _write_all(fd, data)
+            write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -357,10 +352,10 @@ class AppendTool(Tool):
         fd, _ = _open_final(where, os.O_WRONLY | os.O_APPEND | os.O_CREAT, shown)
         try:
             half = len(data) // 2
-            _write_all(fd, data[:half])
+            write_all(fd, data[:half])
             os.fsync(fd)
             failpoint("P3")  # spec 20 §2 P3: half of the bytes are appended
-            _write_all(fd, data[half:])
+            write_all(fd, data[half:])
             os.fsync(fd)
         finally:
             os.close(fd)

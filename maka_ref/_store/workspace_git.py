@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import Final
 
+from maka_ref._durable import write_all
 from maka_ref._store.workspace_errors import WorkspaceIdentityError, _io_failed
 from maka_ref._store.workspace_marker import MARKER_FILE_NAME
 from maka_ref._store.workspace_marker_io import _MISSING, _O_CLOEXEC, _O_NOFOLLOW
@@ -104,10 +105,7 @@ def _ensure_exclude_rule(exclude_path: str) -> None:
         addition = (b"\n" if content and not content.endswith(b"\n") else b"") + rule + b"\n"
         if len(content) + len(addition) > MAX_EXCLUDE_BYTES:
             raise _io_failed(f"Adding the marker rule would grow the Git exclude file past 1 MiB: {exclude_path}")
-        view = memoryview(addition)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        write_all(fd, addition, sync=True)
     except WorkspaceIdentityError:
         raise
     except OSError as exc:

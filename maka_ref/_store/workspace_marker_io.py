@@ -14,6 +14,7 @@ import stat
 import uuid
 from typing import Final
 
+from maka_ref._durable import write_all
 from maka_ref._store.workspace_errors import WorkspaceIdentityError, _io_failed
 from maka_ref._store.workspace_marker import (
     MARKER_FILE_NAME,
@@ -150,10 +151,7 @@ def _publish_marker(canonical: str, dev_ino: tuple[int, int]) -> bool:
         fd = os.open(at(temp_name), flags, 0o600, dir_fd=dir_fd)
         temp_created = True
         try:
-            view = memoryview(content)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            write_all(fd, content, sync=True)
         finally:
             os.close(fd)
         _assert_same_directory(canonical, dev_ino)  # immediately before publishing
