@@ -193,6 +193,7 @@ def run(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stde
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    from crashlab._lab.ending import end_process
+    from crashlab._lab.ending import end_process, install_interrupt_watchdog
 
+    install_interrupt_watchdog("maka-conformance")
     end_process(run(argv))

@@ -167,8 +167,9 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
 def console_main() -> NoReturn:
     """The ``crashlab`` console script: :func:`main`, ended by :func:`~crashlab._lab.ending.end_process`
     (an interrupted sweep exits 130, never by the signal)."""
-    from crashlab._lab.ending import end_process
+    from crashlab._lab.ending import end_process, install_interrupt_watchdog
 
+    install_interrupt_watchdog("crashlab")
     end_process(main())
 
 

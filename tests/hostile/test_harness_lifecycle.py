@@ -538,3 +538,43 @@ def test_sigint_to_self_fuzz_stops_every_target_and_writes_a_partial_report(tmp_
         fuzz.kill()
         fuzz.communicate()
         _kill_all(list(tree))
+
+
+_SWALLOWER = """
+import sys, time
+from crashlab._lab.ending import install_interrupt_watchdog
+install_interrupt_watchdog("swallower", grace=float(sys.argv[1]))
+print("ready", flush=True)
+def swallow_every_interrupt():
+    while True:
+        try:
+            time.sleep(0.05)
+        except KeyboardInterrupt:
+            pass  # the bug the watchdog is for: something below swallows Ctrl-C
+swallow_every_interrupt()
+"""
+
+
+@pytest.mark.parametrize("second_interrupt", [False, True])
+def test_an_interrupt_that_is_swallowed_still_ends_the_process_with_130(tmp_path: Path, second_interrupt: bool) -> None:
+    """The console entry points' watchdog: a Ctrl-C that something swallows ends the process
+    after the grace with 130 and every thread's stack on stderr (the stuck place named); a
+    second Ctrl-C ends it at once."""
+    proc = subprocess.Popen([sys.executable, "-c", _SWALLOWER, "1.0" if not second_interrupt else "600"], cwd=tmp_path,
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGINT)
+        if second_interrupt:
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, (proc.returncode, err)
+        if second_interrupt:
+            assert err.strip() == "swallower: interrupted twice: exiting now"
+        else:
+            assert err.startswith("swallower: interrupted, but still stopping after 1 s; exiting")
+            assert "swallow_every_interrupt" in err  # the stack names where it was stuck
+    finally:
+        proc.kill()
+        proc.communicate()
