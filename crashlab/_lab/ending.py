@@ -16,16 +16,21 @@ functions (``run``, ``main`` with streams) never call this: tests run them in pr
 
 And a Ctrl-C must end the process even where something below swallows or outlasts the
 ``KeyboardInterrupt`` (once in about fifty interrupted fuzz runs on a loaded CI machine the
-process kept running): :func:`install_interrupt_watchdog` raises ``KeyboardInterrupt`` as
-Python's own handler does, and also starts a watchdog — if the command has not ended
-:data:`GRACE_S` seconds later, it says so on stderr with every thread's stack (what was stuck is
-the bug to fix) and exits 130. A second Ctrl-C exits at once.
+process kept running; the watchdog's stacks showed why: the signal handler had run inside
+Hypothesis's garbage-collector callback, and the collector prints an exception raised there as
+"ignored" and drops it — the Ctrl-C was lost). :func:`install_interrupt_watchdog` raises
+``KeyboardInterrupt`` as Python's own handler does, except inside a ``gc.callbacks`` function,
+where it delivers the interrupt again a moment later (``_thread.interrupt_main``); and it starts
+a watchdog — if the command has not ended :data:`GRACE_S` seconds later, it says so on stderr
+with every thread's stack and exits 130. A second Ctrl-C exits at once.
 """
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import faulthandler
+import gc
 import os
 import signal
 import sys
@@ -40,6 +45,18 @@ EXIT_INTERRUPTED = 130
 #: Seconds an interrupted command may take to write its partial report and stop its processes
 #: (certify gives pytest 10 s, then kills its group; a sweep stops its trials).
 GRACE_S = 60.0
+
+
+def _in_gc_callback(frame: FrameType | None) -> bool:
+    """Whether ``frame`` (where a signal handler interrupted Python) runs inside a function of
+    ``gc.callbacks``: the collector reports an exception from there as unraisable and drops it."""
+    codes = {getattr(callback, "__code__", None) for callback in gc.callbacks}
+    codes.discard(None)
+    while frame is not None and codes:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def install_interrupt_watchdog(prog: str, grace: float = GRACE_S) -> None:
@@ -59,6 +76,12 @@ def install_interrupt_watchdog(prog: str, grace: float = GRACE_S) -> None:
         os._exit(EXIT_INTERRUPTED)
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        if _in_gc_callback(frame):
+            # An exception raised here would be printed as "ignored" and lost with the Ctrl-C
+            # (seen in CI: Hypothesis's gc callback swallowed it and the fuzz ran on): deliver
+            # the interrupt again, a moment later, outside the collector.
+            threading.Timer(0.02, _thread.interrupt_main, args=(signal.SIGINT,)).start()
+            return
         if first:  # a second Ctrl-C: the user wants out now
             os.write(2, f"{prog}: interrupted twice: exiting now\n".encode())
             os._exit(EXIT_INTERRUPTED)

@@ -544,15 +544,56 @@ _SWALLOWER = """
 import sys, time
 from crashlab._lab.ending import install_interrupt_watchdog
 install_interrupt_watchdog("swallower", grace=float(sys.argv[1]))
-print("ready", flush=True)
 def swallow_every_interrupt():
+    ready = False
     while True:
         try:
+            if not ready:  # inside the try: a Ctrl-C right after "ready" is swallowed too
+                ready = True
+                print("ready", flush=True)
             time.sleep(0.05)
         except KeyboardInterrupt:
             pass  # the bug the watchdog is for: something below swallows Ctrl-C
 swallow_every_interrupt()
 """
+
+
+_GC_CALLBACK = """
+import gc, sys, time
+from crashlab._lab.ending import install_interrupt_watchdog
+install_interrupt_watchdog("collector", grace=600)
+inside = []
+def callback(phase, info):  # a Ctrl-C arriving here must not be lost
+    if phase == "start" and not inside:
+        inside.append(1)
+        print("in callback", flush=True)
+        time.sleep(2.0)  # the signal arrives while the collector runs this
+gc.callbacks.append(callback)
+try:
+    gc.collect()
+    while True:
+        time.sleep(0.05)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+"""
+
+
+def test_a_ctrl_c_during_a_gc_callback_is_delivered_not_lost(tmp_path: Path) -> None:
+    """CPython drops an exception raised in a gc callback ("Exception ignored in"): a Ctrl-C
+    whose handler ran there was lost and the fuzz ran on (seen in CI). The handler now delivers
+    it again outside the collector."""
+    proc = subprocess.Popen([sys.executable, "-c", _GC_CALLBACK], cwd=tmp_path, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "in callback"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130 and out.strip() == "interrupted", (proc.returncode, out, err)
+        assert "Exception ignored" not in err, err
+    finally:
+        proc.kill()
+        proc.communicate()
 
 
 @pytest.mark.parametrize("second_interrupt", [False, True])
