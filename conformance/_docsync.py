@@ -4,7 +4,7 @@
 Why copies: ``docs/`` (and the spec, kept outside this repository at ``../shared/spec``) are not
 inside any Python package, so an installed ``maka-conformance`` could not reach them. The
 canonical texts stay where they are; ``python -m conformance._docsync`` refreshes the copies in
-``conformance/docs/`` and ``tests/test_docsync.py`` fails when they drift.
+``conformance/docs/`` and ``tests/conformance/test_docsync.py`` fails when they drift.
 """
 
 from __future__ import annotations

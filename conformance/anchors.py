@@ -7,7 +7,7 @@ what upstream actually answers — resolution, tool-ledger scan, Phase 0 plan (i
 set aside), canonical encodings, argument hashes, prefix digests — on ledgers of every shape
 the generators reach, so that any implementation, the reference included, can be checked
 against upstream *without* upstream installed (``LEDGER-ANCHOR-*`` clauses; the reference's
-own check is ``tests/test_anchor_vectors.py``).
+own check is ``tests/conformance/vectors/test_anchor_vectors.py``).
 
 Format: one gzip-compressed JSON-lines file per family (``<family>.jsonl.gz``). The first line is
 the header ``{"kind": "maka-anchor", "version": 1, "family", "upstream": {"commit", "version",

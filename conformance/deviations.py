@@ -11,7 +11,7 @@ rule it broke in the same way. Everything else in the spec that upstream does is
 project's rule, what the reference does (``docs/upstream.md``).
 
 The recording step (:mod:`conformance._suite.recording`) appends :func:`note_for` to the
-message of every failed clause that a deviation names; ``tests/test_deviations.py`` keeps this
+message of every failed clause that a deviation names; ``tests/conformance/test_deviations.py`` keeps this
 table and ``docs/deviations.md`` in sync.
 """
 

@@ -2,7 +2,7 @@
 
 Why generated but committed: the catalogue is part of the protocol (an implementer in another
 language reads the file, not our Python), while its source of truth is the reference runtime's
-registries. ``tests/test_protocol_schemas.py`` fails when the committed file is stale.
+registries. ``tests/conformance/test_protocol_schemas.py`` fails when the committed file is stale.
 
 Sources: ``maka_ref.FAILPOINTS`` (P0–P11, with their spec 20 §2 boundary),
 ``maka_ref._store.failpoints.FAILPOINT_NAMES`` (store hooks, spec 30 §6) and

@@ -77,7 +77,7 @@ def _general_body(tool_name: str, args: Any) -> str:
 # such a value the canonical body is exactly what the C ``json`` encoder writes with
 # ``sort_keys=True``; ``_plain_body`` proves that in one walk and lets C write the text,
 # instead of the three walks of ``_general_body`` (check, transform, write). Why the bytes
-# are identical (tests/test_codec_argshash_fastpath.py checks it against the general path):
+# are identical (tests/maka_ref/codec/test_argshash_fastpath.py checks it against the general path):
 #
 # * validation: only exact ``dict``/``FrozenDict`` (``str`` keys), ``list``/``FrozenList``,
 #   ``str``, ``bool``, ``None`` and ``int`` with |n| ≤ 2^53 are accepted, nested at most

@@ -118,7 +118,7 @@ def json_strict_equal(left: Any, right: Any) -> bool:
 #
 # Anything else — floats, big ints, digit keys, astral or surrogate characters, other
 # container types — takes the full round trip, which also produces the errors.
-# ``tests/test_events_encode_fastpath.py`` checks both paths give identical results.
+# ``tests/maka_ref/events/test_encode_fastpath.py`` checks both paths give identical results.
 
 _PLAIN_DEPTH = 128
 _MAX_SAFE_INT = 2**53

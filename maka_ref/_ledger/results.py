@@ -84,7 +84,7 @@ class Decision:
     ) -> None:
         # The dataclass-generated frozen __init__, with ``object.__setattr__`` looked up once
         # instead of once per field: one Decision per operation, so this halves its cost.
-        # tests/test_ledger_results.py checks the signature against the generated one.
+        # tests/maka_ref/ledger/test_results.py checks the signature against the generated one.
         set_ = _object_setattr
         set_(self, "tool_call_id", tool_call_id)
         set_(self, "status", status)

@@ -11,7 +11,7 @@ Modules (each small, private):
 * :mod:`._wire`        line decoding (double semantics) and lossless response encoding;
 * :mod:`._dispatch`    the operation table, ``hello``, errors as values;
 * :mod:`._ledger_ops`  ``ledger.*`` = the golden-vector operations (one mapping, also used by
-  ``tests/test_golden_vectors.py``);
+  ``tests/conformance/vectors/test_golden_vectors.py``);
 * :mod:`._store_ops`   ``store.*`` over ``RuntimeStore`` / ``AgentRunStore`` / ``inspect``;
 * :mod:`._runtime_ops` ``runtime.*`` over ``run_turn`` / ``repair_workspace`` / ``resume_session``;
 * :mod:`._faults`      ``faults.arm`` and the failpoint announcement;

@@ -2,7 +2,7 @@
 
 Why here: the vectors (``conformance/vectors/README.md``) and the wire protocol's ``ledger.*``
 operations (``docs/protocol.md`` §4.1) are the same operations with the same result forms, so
-there is exactly one mapping, used by the adapter *and* by ``tests/test_golden_vectors.py``.
+there is exactly one mapping, used by the adapter *and* by ``tests/conformance/vectors/test_golden_vectors.py``.
 
 Each runner takes the vector ``input`` (the protocol ``params``) and returns the README's
 result form. Only ``args_hash``, ``encode`` and ``decode`` fail: they *raise* the

@@ -25,7 +25,7 @@ import pytest
 from maka_ref._runtime import run_turn
 from maka_ref._runtime.paths import ConfinementError
 from maka_ref._runtime.tools import TOOLS, ToolContext
-from runtime_support import T1, clean_env, effect_lines, script, write_script
+from tests.maka_ref.runtime.support import T1, clean_env, effect_lines, script, write_script
 
 OUTSIDE_TEXT = "outside-secret\n"
 

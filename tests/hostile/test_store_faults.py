@@ -25,7 +25,7 @@ from typing import Any, Iterator
 import psutil
 import pytest
 
-from runtime_support import (
+from tests.maka_ref.runtime.support import (
     REPO,
     clean_env,
     cli,
