@@ -24,7 +24,12 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from maka_ref._codec import stable_json, thaw
-from maka_ref._reconcile.evidence import FileEvidence, Invalid, content_digest, shown_path
+from maka_ref._reconcile.evidence import (
+    FileEvidence,
+    Invalid,
+    content_digest,
+    shown_path,
+)
 
 __all__ = ["BINDING_CODES", "check_binding", "expected_result"]
 

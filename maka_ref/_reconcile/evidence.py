@@ -41,9 +41,9 @@ __all__ = [
     "EVIDENCE_DIGEST_DOMAIN",
     "EVIDENCE_KEYS",
     "FILE_EVIDENCE_PROTOCOL",
+    "MAX_COMPONENT_BYTES",
     "MAX_FILE_BYTES",
     "MAX_PATH_BYTES",
-    "MAX_COMPONENT_BYTES",
     "RESERVED_NAMES",
     "TRANSFORM_FOR_TOOL",
     "EvidenceError",
@@ -187,15 +187,15 @@ class FileState:
     mode: int | None = None
 
     @classmethod
-    def absent(cls) -> "FileState":
+    def absent(cls) -> FileState:
         return cls("absent")
 
     @classmethod
-    def regular(cls, size: int, content_digest: str, mode: int | None = None) -> "FileState":
+    def regular(cls, size: int, content_digest: str, mode: int | None = None) -> FileState:
         return cls("regular", size, content_digest, mode)
 
     @classmethod
-    def of_bytes(cls, data: bytes, mode: int | None = None) -> "FileState":
+    def of_bytes(cls, data: bytes, mode: int | None = None) -> FileState:
         """The regular state of exactly ``data`` (and ``mode`` when bound)."""
         return cls("regular", len(data), content_digest(data), mode)
 

@@ -101,15 +101,15 @@ class ObservedState:
     reason: str | None = None
 
     @classmethod
-    def of_type(cls, kind: Literal["absent", "directory", "symlink", "other"]) -> "ObservedState":
+    def of_type(cls, kind: Literal["absent", "directory", "symlink", "other"]) -> ObservedState:
         return cls(kind)
 
     @classmethod
-    def regular(cls, size: int, links: int, mode: int, content_digest: str | None) -> "ObservedState":
+    def regular(cls, size: int, links: int, mode: int, content_digest: str | None) -> ObservedState:
         return cls("regular", size=size, links=links, mode=mode, content_digest=content_digest)
 
     @classmethod
-    def unreadable(cls, reason: str) -> "ObservedState":
+    def unreadable(cls, reason: str) -> ObservedState:
         return cls("unreadable", reason=reason)
 
     @property

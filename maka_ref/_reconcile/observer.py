@@ -31,7 +31,11 @@ import os
 import stat
 from typing import Final
 
-from maka_ref._reconcile.evidence import MAX_FILE_BYTES, FileEvidence, target_path_problem
+from maka_ref._reconcile.evidence import (
+    MAX_FILE_BYTES,
+    FileEvidence,
+    target_path_problem,
+)
 from maka_ref._reconcile.observation import ObservedState
 
 __all__ = ["OBSERVER_SUPPORTED", "observe", "observe_evidence"]
