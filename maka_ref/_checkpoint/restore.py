@@ -57,8 +57,10 @@ def check_destination(repository: Repository, destination: str) -> str:
     """§3.6 step 1; returns the destination with its parent ``realpath``-ed."""
     if not isinstance(destination, str) or not destination or not os.path.isabs(destination) or "\0" in destination:
         raise CheckpointError("restore_target_invalid", "the restore destination must be an absolute path")
-    parent, name = os.path.split(os.path.normpath(destination))
-    if not name or name in (".", ".."):
+    if any(part in (".", "..") for part in destination.split(os.sep)):
+        raise CheckpointError("restore_target_invalid", "the restore destination may not hold '.' or '..'")
+    parent, name = os.path.split(destination.rstrip(os.sep))
+    if not name:
         raise CheckpointError("restore_target_invalid", "the restore destination must name a directory to create")
     if not os.path.isdir(parent):
         raise CheckpointError("restore_target_invalid", "the parent of the restore destination is not a directory",

@@ -247,8 +247,8 @@ def verify_checkpoint(
     if reader.commit_raw != raw_commit:
         raise _corrupt("object_hash_mismatch", "the commit read twice gave different bytes")
     entries = _walk(reader, tree_oid)
+    _check_policy(entries, policy)  # before the blob check: a gitlink is a policy violation
     for entry in entries:
         if reader.types.get(entry.oid) != "blob":
             raise _corrupt("object_missing", f"{entry.path!r} does not name a blob", oid=entry.oid)
-    _check_policy(entries, policy)
     return VerifiedCheckpoint(checkpoint_ref, commit_oid, tree_oid, identity, base, tuple(entries))
