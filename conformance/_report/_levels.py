@@ -16,6 +16,7 @@ from typing import Any, Iterable, Protocol
 __all__ = [
     "CAPABILITIES",
     "LEVELS",
+    "OPTIONAL_CAPABILITIES",
     "LEVEL_CAPABILITIES",
     "LevelVerdict",
     "compute_level",
@@ -35,6 +36,11 @@ LEVEL_CAPABILITIES: dict[str, tuple[str, ...]] = {
 
 #: Every capability the suite knows, in protocol order (docs/protocol.md §4).
 CAPABILITIES: tuple[str, ...] = tuple(c for lvl in LEVELS for c in LEVEL_CAPABILITIES[lvl])
+
+#: Capabilities the suite knows that no level requires: their clauses are run and reported,
+#: never counted toward a level (``faults.powerloss``: the crash lab's power-loss trials,
+#: docs/crashlab-powerloss.md, which need FUSE and are "not run" where it is missing).
+OPTIONAL_CAPABILITIES: tuple[str, ...] = ("faults.powerloss",)
 
 _EXAMPLES = 3  # clause ids quoted in a reason before "…"
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
-from ._levels import CAPABILITIES, LEVELS, LevelVerdict, compute_level
+from ._levels import CAPABILITIES, LEVELS, OPTIONAL_CAPABILITIES, LevelVerdict, compute_level
 
 __all__ = [
     "OUTCOMES",
@@ -171,7 +171,7 @@ class RunReport:
     @property
     def unknown_capabilities(self) -> list[str]:
         """Claimed names the suite does not know (ignored, but listed: protocol §3)."""
-        return sorted(c for c in self.claimed if c not in CAPABILITIES)
+        return sorted(c for c in self.claimed if c not in CAPABILITIES and c not in OPTIONAL_CAPABILITIES)
 
     def counts(self) -> dict[str, int]:
         """Number of clauses per outcome, every outcome present (zeros included)."""

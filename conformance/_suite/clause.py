@@ -25,6 +25,7 @@ CAPABILITY_LEVEL: Mapping[str, str] = {
     "store.continuation": "recovery",
     "runtime.loop": "live",
     "faults": "live",
+    "faults.powerloss": "live",  # optional: no level requires it (docs/levels.md)
     "runtime.repair": "recovery",
     "runtime.continuation": "recovery",
 }

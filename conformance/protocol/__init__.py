@@ -57,6 +57,9 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "runtime.repair": ("runtime.repair",),
     "runtime.continuation": ("runtime.resume",),
     "faults": ("faults.arm",),
+    # no operation: a promise about where and how the implementation keeps its durable files
+    # (protocol §3), so that the crash lab may mount its power-loss filesystem there
+    "faults.powerloss": (),
 }
 
 #: Operation → its capability (``hello`` belongs to none).

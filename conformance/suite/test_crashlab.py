@@ -11,6 +11,11 @@ check of the trial becomes the clause's :class:`ClauseMismatch`; an armed point 
 fired fails as *unreached*. The capability of a clause is the catalogue's for that mode, so an
 implementation without faults or a runtime loop gets "not claimed", not "failed".
 
+The ``powerloss`` / ``powerloss-torn`` clauses (issue 15, docs/crashlab-powerloss.md) belong to
+the optional capability ``faults.powerloss`` (no level requires it) and need the catalogue's
+capabilities too; where FUSE is missing (not Linux, no ``/dev/fuse``, no permission, no
+``mfusepy``) they are reported "not run: <reason>", never passed.
+
 ``crashlab sweep`` runs the same trials with repetitions and seeds; these clauses are its one
 trial per cell, sized to keep a certification well under five minutes.
 """
@@ -34,6 +39,8 @@ def _params() -> list[Any]:
     for spec in crashlab.default_specs(protocols=["t1"]):
         point = crashlab.crash_point(spec.point)
         capability, *needs = point.capabilities(spec.mode)
+        if spec.fault.startswith("powerloss"):  # an optional capability on top of the catalogue's
+            capability, needs = "faults.powerloss", [capability, *needs]
         cid = f"CRASH-{spec.point.replace('_', '-')}-{spec.mode}-{spec.fault}"
         title = f"{spec.fault} at {spec.point} ({spec.mode}): {point.boundary}"
         out.append(pytest.param(spec, id=f"{spec.point}-{spec.mode}-{spec.fault}",
@@ -52,6 +59,8 @@ def test_crash_trial(maka: Any, spec: crashlab.TrialSpec) -> None:
         return
     if result.outcome == "not_claimed":
         pytest.skip(f"not claimed: {result.message}")
+    if result.outcome == "not_run":  # no FUSE here: "not run: <reason>", never passed
+        pytest.skip(result.message)
     failed = result.failed_checks
     summary = "; ".join(f"{c.name}: {c.detail}" for c in failed) or result.message
     raise ClauseMismatch(f"{result.outcome}: {summary}"[:2000],

@@ -161,7 +161,7 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"  {result.message}\n")
     if result.outcome == "error":
         return EXIT_USAGE
-    return EXIT_OK if result.outcome in ("passed", "not_claimed") else EXIT_FAILED
+    return EXIT_OK if result.outcome in ("passed", "not_claimed", "not_run") else EXIT_FAILED
 
 
 def console_main() -> NoReturn:

@@ -16,6 +16,7 @@ no runtime loop yet still gets crash evidence. Two drives:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -70,6 +71,22 @@ def fixture_params(ws: str) -> dict[str, dict[str, Any]]:
     }
 
 
+def _write_durably(path: Path, data: bytes) -> None:
+    """The harness's own side effect (the marker) is real and durable — file and directory
+    fsynced — so a power-loss fault takes from the world only what the implementation wrote."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 _OPS = {"t1": "store.commit_tool_prepared", "t2": "store.commit_tool_outcome", "bundle": "store.commit_recovery_bundle"}
 
 
@@ -97,7 +114,7 @@ def drive_prefix(ctx: Any, point: Any) -> Driven:
     source = (IDENT["sessionId"], IDENT["runId"])
     for step in info["steps"]:
         if step == "effect":  # spec 30 §6.2: after_effect writes the marker, then blocks
-            (Path(ws) / "effect.marker").write_text("effect-happened", encoding="utf-8")
+            _write_durably(Path(ws) / "effect.marker", b"effect-happened")
             continue
         if point.failpoint:
             got = client.call_until_failpoint(_OPS[step], params[step], failpoint=point.failpoint, timeout=ctx.remaining())

@@ -154,6 +154,10 @@ def _body(trial: _Trial) -> tuple[str, str]:
     point = crash_point(spec.point)
     if spec.mode not in point.modes or spec.fault not in point.faults(spec.mode):
         return "error", f"the catalogue has no {spec.mode}/{spec.fault} trial for {spec.point}"
+    if spec.fault in ("powerloss", "powerloss-torn"):  # mount while the first process starts, drive, cut
+        from crashlab._lab.powerloss.fault import run_powerloss
+
+        return run_powerloss(trial, point, lambda: _missing(point, spec.mode, trial.handshake))
     missing = _missing(point, spec.mode, trial.handshake)
     if missing:
         return "not_claimed", f"capabilities not claimed: {missing}"
@@ -232,14 +236,14 @@ def _run(trial: _Trial, spec: TrialSpec, timeout: float, bundle_dir: str | os.Pa
         bad = [c for c in trial.checks if not c.ok]
         hint = "failed" if bad else ("passed" if trial.checks else "error")
         message = "; ".join(f"{c.name}: {c.detail}" for c in bad)[:4000] if bad else (message or "")
-    elif hint in ("not_claimed",):
+    elif hint in ("not_claimed", "not_run"):
         trial.checks = [c for c in trial.checks if c.name != "no_survivors" or not c.ok]
     result = TrialResult(spec=spec, outcome=hint, checks=trial.checks, message=message, evidence=trial.evidence,
                          stderr_tail=trial.stderr_tail(), duration_s=round(time.monotonic() - started, 3))
     if trial.interrupted:
         result.outcome, result.message = "error", "interrupted (SIGINT): the trial was stopped before its end"
     try:
-        if bundle_dir is not None and result.outcome not in ("passed", "not_claimed") and not trial.interrupted:
+        if bundle_dir is not None and result.outcome not in ("passed", "not_claimed", "not_run") and not trial.interrupted:
             from crashlab._lab.bundles import write_bundle
 
             result.bundle = str(write_bundle(Path(bundle_dir), result, trial.workspace))

@@ -20,11 +20,15 @@ __all__ = ["FAULTS", "MODES", "OUTCOMES", "Check", "TrialResult", "TrialSpec"]
 MODES: tuple[str, ...] = ("prefix", "live")
 #: What happens to the process at the point (issue 6 item 3): ``kill`` SIGKILL; ``torn`` kill
 #: then tear the un-synced tail of the WAL / JSONL; ``pause`` SIGSTOP inside a tool, repair
-#: and resume in a second process, then SIGCONT; ``race`` N processes resume one boundary.
-FAULTS: tuple[str, ...] = ("kill", "torn", "pause", "race")
+#: and resume in a second process, then SIGCONT; ``race`` N processes resume one boundary;
+#: ``powerloss`` / ``powerloss-torn`` (issue 15) SIGKILL on the power-loss filesystem, then
+#: everything not made durable is lost (torn: a prefix of the last write survives).
+FAULTS: tuple[str, ...] = ("kill", "torn", "pause", "race", "powerloss", "powerloss-torn")
 #: ``unreached``: the armed point was never announced (a must-hit point that did not fire is
-#: a failure, never a pass); ``not_claimed``: the implementation lacks a needed capability.
-OUTCOMES: tuple[str, ...] = ("passed", "failed", "unreached", "not_claimed", "error")
+#: a failure, never a pass); ``not_claimed``: the implementation lacks a needed capability;
+#: ``not_run``: this machine cannot run the trial (no FUSE for a power-loss fault): the message
+#: says why; never a pass, never a failure.
+OUTCOMES: tuple[str, ...] = ("passed", "failed", "unreached", "not_claimed", "error", "not_run")
 
 
 @dataclass(frozen=True)

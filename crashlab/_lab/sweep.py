@@ -39,7 +39,7 @@ class SweepReport:
 
     @property
     def ok(self) -> bool:
-        return not self.interrupted and all(r.outcome in ("passed", "not_claimed") for r in self.results)
+        return not self.interrupted and all(r.outcome in ("passed", "not_claimed", "not_run") for r in self.results)
 
     def counts(self) -> dict[str, int]:
         out = {o: 0 for o in OUTCOMES}
@@ -53,12 +53,14 @@ class SweepReport:
         for r in self.results:
             key = (r.spec.point, variant_of(r.spec.mode, r.spec.protocol), r.spec.fault)
             row = rows.setdefault(key, {"point": key[0], "mode": key[1], "fault": key[2], "total": 0, "passed": 0,
-                                        "detected": 0, "notClaimed": 0, "failureSeeds": []})
+                                        "detected": 0, "notClaimed": 0, "notRun": 0, "failureSeeds": []})
             row["total"] += 1
             if r.outcome == "passed":
                 row["passed"] += 1
             elif r.outcome == "not_claimed":
                 row["notClaimed"] += 1
+            elif r.outcome == "not_run":  # e.g. no FUSE here for a power-loss fault: never detected, never passed
+                row["notRun"] += 1
             else:
                 row["detected"] += 1
                 row["failureSeeds"].append(r.spec.seed)

@@ -243,6 +243,14 @@ def open_private_dir(root: str | os.PathLike[str], parts: list[str], *, create: 
                     os.mkdir(name, 0o755, dir_fd=fd)
                 except FileExistsError:
                     pass
+                else:
+                    # the new entry is durable only once its parent is synced (fsync(2) NOTES):
+                    # without this a power cut loses .maka/scripts and resume its script (found
+                    # by the crash lab's powerloss fault at P11, issue 15)
+                    try:
+                        os.fsync(fd)
+                    except OSError:  # pragma: no cover - a file system without directory fsync
+                        pass
                 child = os.open(name, _DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = child

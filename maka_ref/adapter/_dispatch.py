@@ -40,6 +40,9 @@ assert set(_LEDGER_CAPABILITY) == set(VECTOR_RUNNERS)
 CAPABILITIES: tuple[str, ...] = (
     "ledger.codec", "ledger.resolver", "ledger.plan", "store", "store.continuation", "runtime.loop",
     "runtime.repair", "runtime.continuation", "faults",
+    # every durable file under the workspace it is given, made durable with plain POSIX calls:
+    # the crash lab may run it on its power-loss filesystem (protocol §3, docs/crashlab-powerloss.md)
+    "faults.powerloss",
 )
 _RUNTIME_CAPABILITY = {"runtime.run_turn": "runtime.loop", "runtime.repair": "runtime.repair",
                        "runtime.resume": "runtime.continuation"}
