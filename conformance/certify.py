@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -49,6 +50,8 @@ def interrupt_runs(stop: bool = True) -> None:
     else:
         _interrupt_all.clear()
 DEFAULT_REPORT_DIR = "maka-conformance-report"
+#: Where the suite's crash-lab clauses leave the bundles of failing trials (``conformance/suite/test_crashlab.py``).
+CRASH_BUNDLE_DIR = "crash-bundles"
 #: The deadline of a whole run unless the caller gives one: far above the 5-minute target,
 #: far below "hung forever".
 DEFAULT_RUN_TIMEOUT = 3600.0
@@ -128,6 +131,7 @@ def certify(impl: str | None = None, *, level: str | None = None, report_dir: st
     directory.mkdir(parents=True, exist_ok=True)
     for stale in ("report.json", "junit.xml", "report.md", "report.html", "events.jsonl", "reports.json"):
         (directory / stale).unlink(missing_ok=True)
+    shutil.rmtree(directory / CRASH_BUNDLE_DIR, ignore_errors=True)  # a past run's bundles (the suite's own dir)
     events, log = directory / "events.jsonl", directory / "pytest.log"
     events.touch()
     argv = pytest_command(impl=impl, level=level, report_dir=directory, events=events, workers=workers,
@@ -260,7 +264,8 @@ def _report_from_events(events: Path, impl: str | None) -> Any:
             level=str(info.get("level") or "ledger"), outcome=str(item.get("outcome") or "error"),
             title=str(info.get("title") or ""), spec=str(info.get("spec") or ""),
             duration_s=float(item.get("durationS") or 0.0), message=str(item.get("message") or ""),
-            target=str(item.get("target") or "local")))
+            target=str(item.get("target") or "local"),
+            crash=dict(info["crash"]) if isinstance(info.get("crash"), dict) else None))
     return RunReport(suite_version=_suite_version(), implementation={"command": impl}, clauses=clauses)
 
 

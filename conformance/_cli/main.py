@@ -47,9 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", choices=LEVELS, help="only clauses up to this level")
     p.add_argument("-k", dest="keyword", metavar="EXPR", help="only clauses matching this pytest -k expression")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    p = sub.add_parser("matrix", help="merge per-platform report.json files into one capability matrix")
+    p = sub.add_parser("matrix", help="merge per-platform report.json files into one capability matrix "
+                                      "(and the crash matrix of their crash-lab clauses)")
     p.add_argument("reports", nargs="+", metavar="REPORT.json")
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text",
+                   help="html: one offline page with the crash matrix picture")
     _add_selftest_parser(sub)
     p = sub.add_parser("vectors", help="golden vectors for implementers in other languages")
     vsub = p.add_subparsers(dest="vectors_command", required=True, parser_class=_Parser)
@@ -111,7 +113,17 @@ def _cmd_clauses(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _cmd_matrix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from conformance.reports import RunReport, merge_matrix, render_matrix_markdown, render_matrix_text
+    import json
+
+    from conformance.reports import (
+        RunReport,
+        crash_platforms,
+        merge_crash_matrix,
+        merge_matrix,
+        render_matrix_html,
+        render_matrix_markdown,
+        render_matrix_text,
+    )
 
     reports = []
     for name in args.reports:
@@ -121,12 +133,26 @@ def _cmd_matrix(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(f"maka-conformance: error: {name}: not a readable report.json ({exc})", file=err)
             return EXIT_USAGE
     matrix = merge_matrix(reports)
+    crash = merge_crash_matrix(reports)
     if args.format == "json":
-        out.write(matrix.to_json() + "\n")
+        data = matrix.to_dict()
+        if crash is not None:
+            data["crash"] = crash.to_json()
+        out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    elif args.format == "html":
+        out.write(render_matrix_html(matrix, crash))
     elif args.format == "markdown":
         out.write(render_matrix_markdown(matrix))
+        if crash is not None:
+            from crashlab._lab.crashmatrix import render_markdown
+
+            out.write("\n## Crash matrix\n\n" + render_markdown(crash, per=crash_platforms(crash)))
     else:
         out.write(render_matrix_text(matrix))
+        if crash is not None:
+            from crashlab._lab.crashmatrix import render_text
+
+            out.write("\ncrash matrix\n" + render_text(crash, per=crash_platforms(crash)))
     return EXIT_OK
 
 

@@ -37,9 +37,12 @@ def _report_summary(report: Any, out: TextIO) -> None:
     print(f"platform: {platform.get('system')} {platform.get('machine')}, {report.python}   "
           f"{report.duration_s:.1f} s with {report.workers} worker(s)", file=out)
     print("clauses: " + ", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in _COLUMNS), file=out)
-    print("levels:  " + "   ".join(f"{level} {'yes' if data.get('reached') else 'no'}" for level, data in report.levels.items()), file=out)
+    def status(data: dict[str, Any]) -> str:
+        return "yes" if data.get("reached") else ("not selected" if data.get("selected") is False else "no")
+
+    print("levels:  " + "   ".join(f"{level} {status(data)}" for level, data in report.levels.items()), file=out)
     for level, data in report.levels.items():
-        if not data.get("reached") and data.get("reasons"):
+        if not data.get("reached") and data.get("selected") is not False and data.get("reasons"):
             print(f"  {level} not reached: {data['reasons'][0]}", file=out)
             break
     matrix = merge_matrix([report])

@@ -41,7 +41,7 @@ td.zero { color:var(--muted); opacity:.55; }
 .b-passed, .b-reached { color:var(--ok); background:var(--ok-bg); }
 .b-failed, .b-error, .b-not-reached { color:var(--bad); background:var(--bad-bg); }
 .b-not_run { color:var(--warn); background:var(--warn-bg); }
-.b-not_claimed { color:var(--muted); background:var(--panel); }
+.b-not_claimed, .b-not-selected { color:var(--muted); background:var(--panel); }
 td.hot-failed, td.hot-error { color:var(--bad); font-weight:700; }
 td.hot-not_run { color:var(--warn); font-weight:700; }
 ul.reasons { margin:0; padding-left:18px; }

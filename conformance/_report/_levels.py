@@ -11,7 +11,7 @@ level it did not fully check.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Protocol
+from typing import Any, Iterable, Mapping, Protocol
 
 __all__ = [
     "CAPABILITIES",
@@ -65,7 +65,8 @@ class LevelVerdict:
     """The highest level reached (or ``None``) and, per level, whether and why not.
 
     ``per_level[level] == {"reached": bool, "reasons": [str, ...]}``; ``reasons`` is empty
-    exactly when the level is reached.
+    exactly when the level is reached. A level the run's selection left out also has
+    ``"selected": False`` (shown "not selected", not "not reached": nothing failed there).
     """
 
     level_reached: str | None
@@ -107,11 +108,29 @@ def _capability_reasons(capability: str, clauses: list[_Clause], claimed: bool) 
     return reasons
 
 
+def _not_selected(level: str, clauses: list[_Clause], selection: Mapping[str, Any] | None) -> str | None:
+    """Why the run's selection left ``level`` out, or ``None`` when it did not.
+
+    ``--level X`` leaves out every level above X; ``-k EXPR`` leaves out a level that has no
+    clause of its own in the run (none of its level, none of the capabilities it adds: the
+    expression deselected them all)."""
+    if not selection:
+        return None
+    limit = selection.get("level")
+    if limit in LEVELS and LEVELS.index(level) > LEVELS.index(limit):
+        return f"not selected: the run was limited to level {limit} (--level {limit})"
+    keyword = selection.get("keyword")
+    if keyword and not any(c.level == level or c.capability in LEVEL_CAPABILITIES[level] for c in clauses):
+        return f"not selected: -k {keyword} selected none of its clauses"
+    return None
+
+
 def compute_level(
     clauses: Iterable[_Clause],
     claimed: Iterable[str],
     *,
     harness_errors: Iterable[str] = (),
+    selection: Mapping[str, Any] | None = None,
 ) -> LevelVerdict:
     """Decide the level a run reached (rule in docs/levels.md).
 
@@ -120,6 +139,8 @@ def compute_level(
     not run. A clause counts toward level L when its capability is required by L and its own
     ``level`` is at or below L: a recovery-level clause about the codec blocks recovery, not
     ledger. Any harness error means the run is not trustworthy: no level is reached.
+    ``selection`` (the run's ``{"level", "keyword"}``) marks the levels it left out as not
+    selected; it never makes a level reached.
     """
     clauses = list(clauses)
     claimed_set = frozenset(claimed)
@@ -127,13 +148,20 @@ def compute_level(
     per_level: dict[str, dict[str, Any]] = {}
     reached: str | None = None
     below_ok = True
+    below_selected = True
     for index, level in enumerate(LEVELS):
+        left_out = _not_selected(level, clauses, selection)
+        if left_out is not None:
+            per_level[level] = {"reached": False, "selected": False, "reasons": [left_out]}
+            below_ok = below_selected = False
+            continue
         counted = [c for c in clauses if c.level in LEVELS[: index + 1]]
         reasons: list[str] = []
         if harness:
             reasons.append(f"the run had {len(harness)} harness error(s); nothing is certified")
         if index and not below_ok:
-            reasons.append(f"requires level {LEVELS[index - 1]}, which was not reached")
+            state = "reached" if below_selected else "selected"
+            reasons.append(f"requires level {LEVELS[index - 1]}, which was not {state}")
         for capability in required_capabilities(level):
             mine = [c for c in counted if c.capability == capability]
             new = capability in LEVEL_CAPABILITIES[level]
@@ -147,4 +175,5 @@ def compute_level(
         if ok:
             reached = level
         below_ok = ok
+        below_selected = True
     return LevelVerdict(level_reached=reached, per_level=per_level)

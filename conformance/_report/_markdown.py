@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ._addenda import Addenda
 from ._model import OUTCOMES, ClauseResult, RunReport
 from ._text import (
     MESSAGE_CHARS,
@@ -152,13 +153,15 @@ def _clauses(report: RunReport) -> list[str]:
     return [f"## All clauses ({len(report.clauses)})", "", *_table(header, rows)]
 
 
-def render_markdown(report: RunReport) -> str:
-    """The Markdown report of a finalized ``report`` (see :meth:`RunReport.finalized`)."""
-    sections = [_summary(report), _levels(report), _capabilities(report),
+def render_markdown(report: RunReport, addenda: Addenda | None = None) -> str:
+    """The Markdown report of a finalized ``report`` (see :meth:`RunReport.finalized`), with
+    the sections a layer above drew (:class:`Addenda`: the crash matrix table)."""
+    extra = [[text.rstrip("\n")] for text in (addenda.markdown_sections if addenda else ())]
+    sections = [_summary(report), _levels(report), _capabilities(report), *extra,
                 _failures(report), _clauses(report)]
     return "\n\n".join("\n".join(s).rstrip() for s in sections) + "\n"
 
 
-def write_markdown(report: RunReport, path: Path) -> Path:
-    path.write_text(render_markdown(report), encoding="utf-8")
+def write_markdown(report: RunReport, path: Path, addenda: Addenda | None = None) -> Path:
+    path.write_text(render_markdown(report, addenda), encoding="utf-8")
     return path

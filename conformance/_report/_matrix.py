@@ -12,11 +12,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ._addenda import Addenda
 from ._levels import CAPABILITIES
 from ._model import RunReport
 from ._text import implementation_line, platform_label
 
-__all__ = ["CELL_STATES", "Matrix", "merge_matrix", "render_matrix_markdown",
+__all__ = ["CELL_STATES", "Matrix", "merge_matrix", "render_matrix_html", "render_matrix_markdown",
            "render_matrix_text"]
 
 SUPPORTED, FAILED, NOT_CLAIMED, NOT_RUN = "supported", "failed", "not claimed", "not run"
@@ -130,3 +131,32 @@ def render_matrix_text(matrix: Matrix) -> str:
     for platform, srcs in matrix.sources.items():
         lines.append(f"{platform}: " + "; ".join(srcs))
     return "\n".join(lines) + "\n"
+
+
+_CELL_CLASS = {SUPPORTED: "b-passed", FAILED: "b-failed", NOT_CLAIMED: "b-not_claimed", NOT_RUN: "b-not_run"}
+
+
+def render_matrix_html(matrix: Matrix, addenda: Addenda | None = None) -> str:
+    """One self-contained page: the capability table (capability rows, platform columns),
+    the sources, then the sections a layer above drew (the merged crash matrix picture)."""
+    from html import escape
+
+    from ._html_style import CSS
+
+    addenda = addenda or Addenda()
+    head = "".join(f"<th>{escape(p)}</th>" for p in matrix.platforms)
+    rows = "".join(
+        f"<tr><td><code>{escape(cap)}</code></td>"
+        + "".join(f'<td><span class="badge {_CELL_CLASS[matrix.cells[cap][p]]}">{escape(matrix.cells[cap][p])}'
+                  "</span></td>" for p in matrix.platforms) + "</tr>"
+        for cap in matrix.capabilities)
+    sources = "".join(f"<li>{escape(p)}: {escape('; '.join(s))}</li>" for p, s in matrix.sources.items())
+    body = (f'<section id="capabilities"><h2>Capabilities</h2><table><thead><tr><th>Capability</th>{head}</tr>'
+            f"</thead><tbody>{rows}</tbody></table><p>supported = claimed and every clause passed; failed = a clause "
+            "failed or errored; not run = no report for the platform, or claimed but not (fully) run.</p>"
+            f"<ul>{sources}</ul></section>")
+    return ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>maka-conformance platform matrix</title>\n<style>{CSS}{addenda.css}</style>\n</head>\n"
+            "<body>\n<main>\n<h1>maka-conformance platform matrix</h1>\n"
+            + body + "\n" + "\n".join(addenda.html_sections) + "\n</main>\n</body>\n</html>\n")

@@ -88,6 +88,8 @@ class ClauseResult:
     ``None`` or the first difference found, ``{"path", "expected", "actual"}`` (see
     :func:`conformance.reports.diff_json`). ``stderr_tail`` is the end of the implementation's
     standard error, kept for failures; ``target`` the xdist ``--tx`` target or ``"local"``.
+    ``crash`` places a crash-lab clause (``CRASH-*``) in the crash matrix whatever its outcome:
+    ``{"point", "mode", "fault", "trialId"}``; ``None`` for every other clause.
     """
 
     clause_id: str
@@ -102,6 +104,7 @@ class ClauseResult:
     evidence: dict[str, Any] = field(default_factory=dict)
     stderr_tail: str = ""
     target: str = "local"
+    crash: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         # Fail at construction: a typo in an outcome would otherwise silently not count.
@@ -125,6 +128,7 @@ class ClauseResult:
         data["duration_s"] = float(self.duration_s)
         data["diff"] = None if self.diff is None else to_jsonable(self.diff)
         data["evidence"] = to_jsonable(self.evidence)
+        data["crash"] = None if self.crash is None else to_jsonable(self.crash)
         return data
 
     @classmethod
@@ -206,7 +210,8 @@ class RunReport:
 
     def verdict(self) -> LevelVerdict:
         """The level verdict recomputed from the clauses (see docs/levels.md)."""
-        return compute_level(self.clauses, self.claimed, harness_errors=self.harness_errors)
+        return compute_level(self.clauses, self.claimed, harness_errors=self.harness_errors,
+                             selection=self.selection)
 
     def finalized(self) -> "RunReport":
         """A copy whose ``level_reached`` and ``levels`` agree with its clauses."""

@@ -123,4 +123,8 @@ def diff_sides(diff: dict[str, Any]) -> tuple[str, str]:
 
 
 def level_status(info: dict[str, Any]) -> str:
-    return "reached" if info.get("reached") else "not reached"
+    """``reached``, ``not reached``, or ``not selected`` (a level the run's ``--level`` / ``-k``
+    left out: nothing failed there, so it is not shown as a failure)."""
+    if info.get("reached"):
+        return "reached"
+    return "not selected" if info.get("selected") is False else "not reached"

@@ -4,7 +4,9 @@ they cannot disagree about the level."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
+from ._addenda import Addenda
 from ._html import write_html
 from ._json import write_json
 from ._junit import write_junit
@@ -19,16 +21,21 @@ REPORT_FILES: dict[str, str] = {
 }
 
 
-def write_reports(report: RunReport, directory: str | Path) -> dict[str, Path]:
+def write_reports(report: RunReport, directory: str | Path,
+                  addenda: Callable[[RunReport, Path], Addenda] | None = None) -> dict[str, Path]:
     """Write ``report.json``, ``junit.xml``, ``report.md`` and ``report.html`` into
     ``directory`` (created if needed); return ``{"json"|"junit"|"markdown"|"html": path}``.
 
     ``level_reached`` and ``levels`` are recomputed from the clauses first; ``report`` itself
-    is not modified.
+    is not modified. ``addenda(final report, directory)`` gives the parts a layer above draws
+    into the Markdown and HTML reports (links in them may be relative to ``directory``).
     """
     final = report.finalized()
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    writers = {"json": write_json, "junit": write_junit, "markdown": write_markdown,
-               "html": write_html}
-    return {kind: writers[kind](final, out / name) for kind, name in REPORT_FILES.items()}
+    extra = addenda(final, out) if addenda is not None else None
+    paths = {"json": write_json(final, out / REPORT_FILES["json"]),
+             "junit": write_junit(final, out / REPORT_FILES["junit"]),
+             "markdown": write_markdown(final, out / REPORT_FILES["markdown"], extra),
+             "html": write_html(final, out / REPORT_FILES["html"], extra)}
+    return {kind: paths[kind] for kind in REPORT_FILES}

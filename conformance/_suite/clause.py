@@ -49,25 +49,36 @@ class ClauseInfo:
     capability: str
     level: str
     needs: tuple[str, ...] = ()  # further capabilities the clause uses (all must be claimed)
+    #: The crash-lab trial a ``CRASH-*`` clause runs — ``{"point", "mode", "fault",
+    #: "trialId"}`` (``mode``: prefix, live-t1, live-legacy) — so the reports can place it in
+    #: the crash matrix whatever its outcome; ``None`` for every other clause.
+    crash: Mapping[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"clauseId": self.clause_id, "title": self.title, "spec": self.spec,
-                "capability": self.capability, "level": self.level, "needs": list(self.needs)}
+        data: dict[str, Any] = {"clauseId": self.clause_id, "title": self.title, "spec": self.spec,
+                                "capability": self.capability, "level": self.level, "needs": list(self.needs)}
+        if self.crash is not None:
+            data["crash"] = dict(self.crash)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "ClauseInfo":
+        crash = data.get("crash")
         return cls(data["clauseId"], data["title"], data["spec"], data["capability"], data["level"],
-                   tuple(data.get("needs", ())))
+                   tuple(data.get("needs", ())), dict(crash) if isinstance(crash, Mapping) else None)
 
 
-def clause(clause_id: str, *, spec: str, capability: str, title: str, needs: tuple[str, ...] = ()) -> pytest.MarkDecorator:
-    """Mark a test (or one ``pytest.param``) as the clause ``clause_id`` of ``spec``."""
+def clause(clause_id: str, *, spec: str, capability: str, title: str, needs: tuple[str, ...] = (),
+           crash: Mapping[str, str] | None = None) -> pytest.MarkDecorator:
+    """Mark a test (or one ``pytest.param``) as the clause ``clause_id`` of ``spec``
+    (``crash``: the crash-lab trial it runs, see :attr:`ClauseInfo.crash`)."""
     level = level_of(capability)
     for other in needs:
         level_of(other)  # validates the name
         if LEVEL_ORDER.index(level_of(other)) > LEVEL_ORDER.index(level):
             level = level_of(other)
-    return pytest.mark.maka_clause(ClauseInfo(clause_id, title, spec, capability, level, tuple(needs)))
+    return pytest.mark.maka_clause(ClauseInfo(clause_id, title, spec, capability, level, tuple(needs),
+                                              dict(crash) if crash is not None else None))
 
 
 def clause_info(item: pytest.Item) -> ClauseInfo | None:

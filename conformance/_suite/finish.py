@@ -39,6 +39,7 @@ def _clause_result(record: ClauseRecord) -> Any:
         outcome=record.outcome, title=str(info.get("title", "")), spec=str(info.get("spec", "")),
         duration_s=round(record.duration_s, 4), message=record.message, diff=record.diff,
         evidence=record.evidence, stderr_tail=record.stderr_tail[-8192:], target=record.target,
+        crash=dict(info["crash"]) if isinstance(info.get("crash"), dict) else None,
     )
 
 

@@ -107,7 +107,8 @@ class Recorder:
                        "target": target, "done": self.done, "total": self.total,
                        "message": record.message.splitlines()[0][:200] if record.message else "",
                        # enough to rebuild a partial report if the run is interrupted
-                       "clause": {k: info.get(k) for k in ("capability", "level", "title", "spec")},
+                       "clause": {k: info.get(k) for k in ("capability", "level", "title", "spec")}
+                       | ({"crash": info["crash"]} if info.get("crash") else {}),
                        "durationS": round(record.duration_s, 4)})
 
     @staticmethod

@@ -68,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--impl", metavar="CMD", help="run against this implementation instead of the bundle's")
     r.add_argument("--timeout", type=float, default=120.0)
     r.add_argument("--report-dir", default=None, help="write a new bundle here if the replay does not pass")
+    r.add_argument("--timeline", action="store_true",
+                   help="print the trial's timeline even when it passes (it is always printed when it does not)")
     return p
 
 
@@ -132,7 +134,8 @@ def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                   f"{Path(args.report_dir) / 'crashlab-sweep.md'}\n")
         return EXIT_INTERRUPTED
     counts = ", ".join(f"{v} {k}" for k, v in report.counts().items() if v)
-    out.write(f"crashlab: {counts} in {report.duration_s:.1f} s; report {Path(args.report_dir) / 'crashlab-sweep.md'}\n")
+    out.write(f"crashlab: {counts} in {report.duration_s:.1f} s; report {Path(args.report_dir) / 'crashlab-sweep.md'} "
+              f"(picture: {Path(args.report_dir) / 'crashlab-sweep.html'})\n")
     if any(r.outcome == "error" for r in report.results) and not any(r.outcome in ("failed", "unreached")
                                                                         for r in report.results):
         return EXIT_USAGE
@@ -159,6 +162,11 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"  FAILED {check.name}: {check.detail}\n")
     if result.message and result.outcome != "passed":
         out.write(f"  {result.message}\n")
+    if result.outcome not in ("passed", "not_claimed") or args.timeline:
+        from crashlab._lab.timeline import render_text
+
+        out.write("timeline (seconds from the trial's start, who, step, what it saw):\n")
+        out.write("".join(f"  {line}\n" for line in render_text(result.evidence.get("timeline") or []).splitlines()))
     if result.outcome == "error":
         return EXIT_USAGE
     return EXIT_OK if result.outcome in ("passed", "not_claimed", "not_run") else EXIT_FAILED

@@ -26,13 +26,15 @@ class TrialContext(Protocol):
 
     def spawn(self) -> Any:
         """Start one more implementation process (a :class:`crashlab.ProtocolClient`,
-        handshake done, working directory = a scratch dir, not the workspace). The engine
-        kills and reaps every process spawned for the trial when the trial ends, and records
-        survivors as a failed ``no_survivors`` check."""
+        handshake done, working directory = a scratch dir, not the workspace; its requests,
+        kill and close are written to the trial's timeline, :mod:`crashlab._lab.timeline`).
+        The engine kills and reaps every process spawned for the trial when the trial ends,
+        and records survivors as a failed ``no_survivors`` check."""
         ...
 
     def record(self, name: str, ok: bool, detail: str = "") -> None:
-        """Record one oracle's verdict (see :class:`crashlab._lab.model.Check`)."""
+        """Record one oracle's verdict (see :class:`crashlab._lab.model.Check`; it is a step
+        of the timeline too)."""
         ...
 
     @property

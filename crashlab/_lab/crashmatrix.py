@@ -189,8 +189,8 @@ def cell_letters(trials: Sequence[MatrixTrial]) -> str:
     return "".join(STYLES[t.outcome].letter for t in trials)
 
 
-def legend_text() -> str:
-    return " · ".join(f"{STYLES[s].letter} {STYLES[s].label}" for s in STATES) + " · blank: no such trial"
+def legend_text(separator: str = " · ", blank: str = "blank") -> str:
+    return separator.join(f"{STYLES[s].letter} {STYLES[s].label}" for s in STATES) + f"{separator}{blank}: no such trial"
 
 
 def _column_label(column: Column) -> str:
@@ -216,7 +216,8 @@ def render_markdown(matrix: CrashMatrix, *, per: str = "trial") -> str:
 
 
 def render_text(matrix: CrashMatrix, *, per: str = "trial") -> str:
-    """The grid as an aligned ASCII table for terminals (same letters as Markdown)."""
+    """The grid as an aligned ASCII table for terminals (same letters as Markdown; ``.`` for
+    no trial)."""
     if not matrix.rows:
         return "no crash trial\n"
     header = ["point", *(_column_label(c) for c in matrix.columns)]
@@ -224,7 +225,7 @@ def render_text(matrix: CrashMatrix, *, per: str = "trial") -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     out = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
     out += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
-    out.append(f"(one letter per {per}: {legend_text().replace('blank', '.')})")
+    out.append(f"(one letter per {per}: {legend_text(', ', '.')})")
     return "\n".join(out) + "\n"
 
 

@@ -27,6 +27,7 @@ from crashlab._client._errors import ProtocolFailure
 from crashlab._lab.catalogue import crash_point
 from crashlab._lab.drive_common import DriveError, Unreached
 from crashlab._lab.model import Check, TrialResult, TrialSpec
+from crashlab._lab.timeline import Timeline, TracedClient
 
 __all__ = ["DEFAULT_TRIAL_TIMEOUT", "abort_running", "reference_command", "run_trial"]
 
@@ -60,8 +61,10 @@ class _Trial:
     """The engine's :class:`crashlab._lab.context.TrialContext`."""
 
     def __init__(self, spec: TrialSpec, timeout: float, env: dict[str, str] | None,
-                 prefork: bool | None = None) -> None:
+                 prefork: bool | None = None, started: float | None = None) -> None:
         self.spec = spec
+        # the trial's clock: monotonic seconds from its start (the timeline module reads none)
+        self.timeline = Timeline(time.monotonic, started)
         self.prefork = prefork
         self.command = tuple(spec.command) if spec.command else reference_command()
         self.root = Path(tempfile.mkdtemp(prefix="crashlab-"))
@@ -84,20 +87,30 @@ class _Trial:
     def remaining(self) -> float:
         return max(1.0, self.deadline - time.monotonic())
 
-    def spawn(self) -> ProtocolClient:
+    def spawn(self) -> Any:
+        """A started, handshaken implementation process whose requests go to the timeline
+        (a :class:`TracedClient` around the :class:`ProtocolClient`)."""
         if self.timed_out:
             raise TimeoutError("the trial's deadline passed")
         if self._spare is not None:  # the process started for the handshake: idle since hello
             client, self._spare = self._spare, None
             return client
-        client = ProtocolClient.start(list(self.command), cwd=self.scratch, env=self.env,
-                                      request_timeout=min(REQUEST_TIMEOUT, self.remaining()),
-                                      handshake_timeout=min(15.0, self.remaining()), prefork=self.prefork)
+        at = self.timeline.now()
+        try:
+            started = ProtocolClient.start(list(self.command), cwd=self.scratch, env=self.env,
+                                           request_timeout=min(REQUEST_TIMEOUT, self.remaining()),
+                                           handshake_timeout=min(15.0, self.remaining()), prefork=self.prefork)
+        except ProtocolFailure as exc:
+            self.timeline.add("start + hello", f"{exc.verdict}: {exc.message}", at=at)
+            raise
         with self._lock:
-            self.clients.append(client)
+            self.clients.append(started)
         if self._handshake is None:
-            self._handshake = client.handshake
-        return client
+            self._handshake = started.handshake
+        hello = started.handshake
+        self.timeline.process(started.pid, "start + hello",
+                              f"{hello.name} {hello.version}, {len(hello.capabilities)} capabilities", at)
+        return TracedClient(started, self.timeline)
 
     @property
     def handshake(self) -> Any:
@@ -109,6 +122,7 @@ class _Trial:
 
     def record(self, name: str, ok: bool, detail: str = "") -> None:
         self.checks.append(Check(name, bool(ok), detail))
+        self.timeline.check(name, bool(ok), detail)
 
     def abort(self) -> None:
         """Watchdog: SIGKILL every process group of the trial (the blocked calls then fail)."""
@@ -197,7 +211,7 @@ def run_trial(spec: TrialSpec, *, timeout: float = DEFAULT_TRIAL_TIMEOUT, bundle
     :meth:`ProtocolClient.start` (``None``: pre-fork a ``python -m`` command unless
     ``CRASHLAB_NO_PREFORK=1``)."""
     started = time.monotonic()
-    trial = _Trial(spec, timeout, env, prefork)
+    trial = _Trial(spec, timeout, env, prefork, started)
     with _running_lock:
         _running.add(trial)
     try:
@@ -242,6 +256,11 @@ def _run(trial: _Trial, spec: TrialSpec, timeout: float, bundle_dir: str | os.Pa
                          stderr_tail=trial.stderr_tail(), duration_s=round(time.monotonic() - started, 3))
     if trial.interrupted:
         result.outcome, result.message = "error", "interrupted (SIGINT): the trial was stopped before its end"
+    bad = sum(1 for c in result.checks if not c.ok)
+    trial.timeline.add("verdict", f"{result.outcome}" + (f": {bad} of {len(result.checks)} checks failed" if bad else "")
+                       + (f"; {result.message}" if result.message and not bad else ""),
+                       ok=result.outcome in ("passed", "not_claimed", "not_run"))
+    trial.evidence["timeline"] = trial.timeline.steps()
     try:
         if bundle_dir is not None and result.outcome not in ("passed", "not_claimed", "not_run") and not trial.interrupted:
             from crashlab._lab.bundles import write_bundle

@@ -1,4 +1,4 @@
-"""``run_sweep``: many trials on a thread pool, and the sweep report (JSON + Markdown).
+"""``run_sweep``: many trials on a thread pool, and the sweep report (JSON, Markdown and HTML).
 
 Why threads: a trial spends its time waiting on child processes (spawn, a blocked failpoint,
 a projection), so threads parallelise it without pickling specs across processes; every
@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from crashlab._lab import crashmatrix
 from crashlab._lab.catalogue import variant_of
 from crashlab._lab.engine import DEFAULT_TRIAL_TIMEOUT, abort_running, run_trial
 from crashlab._lab.model import OUTCOMES, TrialResult, TrialSpec
+from crashlab._lab.sweep_html import QUIET, render_html, trial_anchor
 
 __all__ = ["SweepReport", "run_sweep", "write_report"]
 
@@ -66,6 +68,18 @@ class SweepReport:
                 row["failureSeeds"].append(r.spec.seed)
         return list(rows.values())
 
+    def matrix(self) -> crashmatrix.CrashMatrix:
+        """The crash matrix of the results (rows: points; columns: fault × mode; one cell per
+        trial); a failing cell links to the trial's entry in ``crashlab-sweep.html``."""
+        def link(r: TrialResult) -> str | None:
+            return None if r.outcome in QUIET else "#" + trial_anchor(r.spec.trial_id)
+
+        return crashmatrix.build_matrix(crashmatrix.trials_from_results(self.results, link))
+
+    def to_html(self, report_dir: str | Path | None = None) -> str:
+        """``crashlab-sweep.html`` (bundle links relative to ``report_dir``)."""
+        return render_html(self, report_dir)
+
     def to_json(self) -> dict[str, Any]:
         from crashlab._client._cgroup import tracking_description
 
@@ -73,6 +87,7 @@ class SweepReport:
                 "command": self.command, "processTracking": tracking_description(), "workers": self.workers, "durationS": round(self.duration_s, 2),
                 "counts": self.counts(), "ok": self.ok, "interrupted": self.interrupted,
                 "planned": self.planned or len(self.results), "table": self.table(),
+                "matrix": self.matrix().to_json(),
                 "trials": [r.to_json() for r in self.results]}
 
     def to_markdown(self) -> str:
@@ -82,8 +97,12 @@ class SweepReport:
             lines += [f"**Interrupted (SIGINT)**: a partial report of the {len(self.results)} of {self.planned} "
                       f"trials that finished before it.", ""]
         lines += [f"{len(self.results)} trials in {self.duration_s:.1f} s on {self.workers} worker(s): "
-                  + ", ".join(f"{v} {k}" for k, v in c.items() if v), "",
-                 "| point | mode | fault | detected / total | failing seeds |", "|---|---|---|---|---|"]
+                  + ", ".join(f"{v} {k}" for k, v in c.items() if v), ""]
+        if self.results:
+            lines += ["## Crash matrix", "", crashmatrix.render_markdown(self.matrix(), per="repetition").rstrip("\n"),
+                      ""]
+        lines += ["## Detected per point, mode and fault", "",
+                  "| point | mode | fault | detected / total | failing seeds |", "|---|---|---|---|---|"]
         for row in self.table():
             seeds = ", ".join(str(s) for s in row["failureSeeds"]) or "—"
             lines.append(f"| {row['point']} | {row['mode']} | {row['fault']} | {row['detected']} / {row['total']} | {seeds} |")
@@ -135,12 +154,15 @@ def run_sweep(specs: Sequence[TrialSpec], *, workers: int = 1, on_result: Callab
     return report
 
 
-def write_report(report: SweepReport, report_dir: Path) -> tuple[Path, Path]:
+def write_report(report: SweepReport, report_dir: Path) -> tuple[Path, Path, Path]:
+    """Write ``crashlab-sweep.json``, ``.md`` and ``.html`` into ``report_dir``."""
     report_dir.mkdir(parents=True, exist_ok=True)
     js, md = report_dir / "crashlab-sweep.json", report_dir / "crashlab-sweep.md"
+    page = report_dir / "crashlab-sweep.html"
     js.write_text(json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     md.write_text(report.to_markdown(), encoding="utf-8")
-    return js, md
+    page.write_text(report.to_html(report_dir), encoding="utf-8")
+    return js, md, page
 
 
 def load_specs(points: Iterable[str] | None = None, **kw: Any) -> list[TrialSpec]:
