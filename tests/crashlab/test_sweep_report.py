@@ -25,6 +25,7 @@ from tests.conformance.report.support import (
     FILLS,
     LETTERS,
     MUTANT_COMMAND,
+    NO_BROWSER,
     MUTANT_POINTS,
     MUTANT_SWEEP,
     browser,
@@ -155,10 +156,9 @@ def test_replay_prints_the_timeline(sweep: tuple[Path, dict[str, Any]]) -> None:
     assert re.fullmatch(r"\s+\+\d+\.\d{3} s\s+harness\s+verdict\s+FAILED\s+failed: .+", lines[-1]), lines[-1]
 
 
+@pytest.mark.skipif(browser() is None, reason=NO_BROWSER)
 def test_a_real_browser_draws_one_cell_per_trial_in_the_mutants_colours(
         sweep: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
-    if browser() is None:
-        pytest.skip("no headless Chromium on this machine (Debian: apt-get install chromium)")
     where, _ = sweep
     page = where / "crashlab-sweep.html"
     cells = browser_cells(page, tmp_path)

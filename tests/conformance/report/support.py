@@ -120,6 +120,8 @@ def browser() -> str | None:
     return None
 
 
+#: The reason the browser tests give when they cannot run.
+NO_BROWSER = "no headless Chromium on this machine (Debian: apt-get install chromium)"
 BROWSER_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--force-device-scale-factor=1",
                  "--force-color-profile=srgb")

@@ -24,6 +24,7 @@ from tests.conformance.report.support import (
     FILLS,
     LETTERS,
     MUTANT_COMMAND,
+    NO_BROWSER,
     browser,
     browser_cells,
     cells_in_view,
@@ -247,9 +248,8 @@ def test_a_certified_mutant_shows_its_red_cells(certified: Path) -> None:
     assert '<td><code>ledger</code></td><td><span class="badge b-not-selected">not selected</span>' in levels
 
 
+@pytest.mark.skipif(browser() is None, reason=NO_BROWSER)
 def test_a_real_browser_draws_the_certified_mutant(certified: Path, tmp_path: Path) -> None:
-    if browser() is None:
-        pytest.skip("no headless Chromium on this machine (Debian: apt-get install chromium)")
     page = certified / "report.html"
     cells = browser_cells(page, tmp_path)
     assert sorted(c["trial"] for c in cells) == sorted(CERTIFIED)  # one cell per trial
