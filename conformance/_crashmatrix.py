@@ -17,8 +17,9 @@ outcome is in the clause's evidence.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from conformance._report._addenda import Addenda
@@ -34,7 +35,7 @@ __all__ = ["clause_outcome", "crash_platforms", "crash_trials", "matrix_addenda"
            "report_addenda", "report_crash_matrix"]
 
 
-def clause_outcome(clause: "ClauseResult") -> str:
+def clause_outcome(clause: ClauseResult) -> str:
     """The crash-matrix state of a crash clause: its outcome, except that a failed clause
     whose trial was ``unreached`` (or ended in a harness ``error``) says so."""
     if clause.outcome == "failed":
@@ -43,11 +44,11 @@ def clause_outcome(clause: "ClauseResult") -> str:
     return clause.outcome
 
 
-def _has_crash(report: "RunReport") -> bool:
+def _has_crash(report: RunReport) -> bool:
     return any(c.crash for c in report.clauses)
 
 
-def crash_trials(report: "RunReport", *, platform: str | None = None, link: bool = True) -> list["MatrixTrial"]:
+def crash_trials(report: RunReport, *, platform: str | None = None, link: bool = True) -> list[MatrixTrial]:
     """The crash clauses of ``report`` as crash-matrix trials (a failing one links to its
     failure entry when ``link``)."""
     from crashlab._lab.crashmatrix import MatrixTrial
@@ -69,7 +70,7 @@ def crash_trials(report: "RunReport", *, platform: str | None = None, link: bool
     return out
 
 
-def report_crash_matrix(report: "RunReport") -> "CrashMatrix | None":
+def report_crash_matrix(report: RunReport) -> CrashMatrix | None:
     """The crash matrix of one run, or ``None`` when it has no crash clause."""
     if not _has_crash(report):
         return None
@@ -78,7 +79,7 @@ def report_crash_matrix(report: "RunReport") -> "CrashMatrix | None":
     return build_matrix(crash_trials(report))
 
 
-def merge_crash_matrix(reports: Iterable["RunReport"]) -> "CrashMatrix | None":
+def merge_crash_matrix(reports: Iterable[RunReport]) -> CrashMatrix | None:
     """The crash matrix of several runs (one per platform, typically): a cell holds one trial
     per report, platforms in the capability matrix's order (Linux, macOS, Windows, then
     others as they appear); ``None`` when no report has a crash clause."""
@@ -103,7 +104,7 @@ def _bundle_href(bundle: str, directory: Path | None) -> str:
     return Path(os.path.abspath(target)).as_uri()
 
 
-def _timeline_note(clause: "ClauseResult", directory: Path | None) -> str:
+def _timeline_note(clause: ClauseResult, directory: Path | None) -> str:
     from crashlab._lab.timeline import render_html
 
     evidence = clause.evidence or {}
@@ -118,7 +119,7 @@ def _timeline_note(clause: "ClauseResult", directory: Path | None) -> str:
             + render_html([s for s in steps if isinstance(s, dict)], e))
 
 
-def report_addenda(report: "RunReport", directory: Path | None = None) -> Addenda:
+def report_addenda(report: RunReport, directory: Path | None = None) -> Addenda:
     """The crash matrix section and the failing trials' timelines for ``report``'s HTML and
     Markdown reports (nothing, and no ``crashlab`` import, without crash clauses).
     ``directory`` is where the reports go: bundle links are made relative to it."""
@@ -136,11 +137,11 @@ def report_addenda(report: "RunReport", directory: Path | None = None) -> Addend
                    css=crashmatrix.CSS + timeline.CSS)
 
 
-def matrix_addenda(crash: "CrashMatrix | None") -> Addenda:
+def matrix_addenda(crash: CrashMatrix | None) -> Addenda:
     """The crash part of the merged platform page (``maka-conformance matrix --format html``)."""
     if crash is None:
-        return Addenda(html_sections=('<section id="crash-matrix"><h2>Crash matrix</h2>'
-                                      "<p>No crash-lab clause in these reports.</p></section>",))
+        empty = '<section id="crash-matrix"><h2>Crash matrix</h2><p>No crash-lab clause in these reports.</p></section>'
+        return Addenda(html_sections=(empty,))
     from crashlab._lab import crashmatrix
 
     figure = crashmatrix.figure_html(
@@ -151,7 +152,7 @@ def matrix_addenda(crash: "CrashMatrix | None") -> Addenda:
                    css=crashmatrix.CSS)
 
 
-def crash_platforms(crash: "CrashMatrix") -> str:
+def crash_platforms(crash: CrashMatrix) -> str:
     """``platform (Linux, macOS)``: what the letters of a merged cell stand for, in order."""
     seen = list(dict.fromkeys(t.platform for t in crash.trials() if t.platform))
     names = [p for p in BASE_PLATFORMS if p in seen] + [p for p in seen if p not in BASE_PLATFORMS]

@@ -23,9 +23,10 @@ blank. Every outcome has a colour *and* a letter, so the grid reads without colo
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 __all__ = [
     "CSS",
@@ -238,7 +239,7 @@ _HEAD_H = 44
 _PAD = 6
 _LETTER_MIN_W = 9.0  # a sub-cell narrower than this carries no letter (its title still says)
 
-_XML_BAD = str.maketrans({c: None for c in [*range(0, 9), 11, 12, *range(14, 32), 0xFFFE, 0xFFFF]})
+_XML_BAD = str.maketrans({c: None for c in [*range(9), 11, 12, *range(14, 32), 0xFFFE, 0xFFFF]})
 
 
 def _x(text: object) -> str:
@@ -285,13 +286,13 @@ def render_svg(matrix: CrashMatrix, *, title: str = "Crash matrix", ident: str =
     counts = matrix.counts()
     summary = ", ".join(f"{n} {STYLES[s].label}" for s, n in counts.items() if n) or "no trial"
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="crash-matrix" id="{_x(ident)}" '
-        f'width="{_f(width)}" height="{_f(height)}" viewBox="0 0 {_f(width)} {_f(height)}" role="img" '
-        f'aria-labelledby="{_x(ident)}-title {_x(ident)}-desc" font-family="ui-monospace,Menlo,Consolas,monospace" '
-        f'font-size="11">',
+        (f'<svg xmlns="http://www.w3.org/2000/svg" class="crash-matrix" id="{_x(ident)}" '
+         f'width="{_f(width)}" height="{_f(height)}" viewBox="0 0 {_f(width)} {_f(height)}" role="img" '
+         f'aria-labelledby="{_x(ident)}-title {_x(ident)}-desc" font-family="ui-monospace,Menlo,Consolas,monospace" '
+         f'font-size="11">'),
         f'<title id="{_x(ident)}-title">{_x(title)}: {len(matrix.trials())} trials — {_x(summary)}</title>',
-        f'<desc id="{_x(ident)}-desc">Rows: crash points in catalogue order. Columns: fault and mode. '
-        f"One cell per trial, coloured and lettered by outcome ({_x(legend_text())}).</desc>",
+        (f'<desc id="{_x(ident)}-desc">Rows: crash points in catalogue order. Columns: fault and mode. '
+         f"One cell per trial, coloured and lettered by outcome ({_x(legend_text())}).</desc>"),
     ]
     # column headers: the fault over its modes, then each mode
     parts.append('<g class="cm-head" fill="currentColor">')

@@ -82,8 +82,8 @@ def _failure(result: Any, report_dir: Path | None) -> str:
     spec = result.spec
     parts = [f'<article class="failure" id="{_e(trial_anchor(spec.trial_id))}">',
              f"<h3>{_badge(result.outcome)} <code>{_e(spec.trial_id)}</code></h3>",
-             f'<div class="meta">point <code>{_e(spec.point)}</code> · mode {_e(spec.mode)} · fault {_e(spec.fault)} · '
-             f"seed {spec.seed} · {result.duration_s:.1f} s"]
+             (f'<div class="meta">point <code>{_e(spec.point)}</code> · mode {_e(spec.mode)} · '
+              f"fault {_e(spec.fault)} · seed {spec.seed} · {result.duration_s:.1f} s")]
     if result.bundle:
         parts.append(f' · <a href="{_e(_bundle_href(result.bundle, report_dir))}">failure bundle</a> '
                      f"(<code>crashlab replay {_e(result.bundle)}</code>)")
@@ -117,8 +117,8 @@ def render_html(report: Any, report_dir: str | os.PathLike[str] | None = None) -
     body = [
         "<h1>crashlab sweep</h1>",
         f'<div class="verdict {"ok" if ok else "bad"}">{_e(verdict)}</div>',
-        f'<p class="meta">{len(report.results)} of {report.planned or len(report.results)} trials: {_e(line)} · '
-        f"{report.duration_s:.1f} s on {report.workers} worker(s) · implementation <code>{_e(command)}</code></p>",
+        (f'<p class="meta">{len(report.results)} of {report.planned or len(report.results)} trials: {_e(line)} · '
+         f"{report.duration_s:.1f} s on {report.workers} worker(s) · implementation <code>{_e(command)}</code></p>"),
         '<section id="matrix"><h2>Crash matrix</h2>',
         crashmatrix.figure_html(matrix, title="crashlab sweep"),
         "</section>",

@@ -28,8 +28,9 @@ A step is plain JSON (docs/crashlab.md, "Timeline")::
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Self
 
 __all__ = ["SAW_CHARS", "Timeline", "TracedClient", "render_html", "render_text", "summarize_reply"]
 
@@ -190,7 +191,7 @@ class TracedClient:
         self._traced_timeline.process(self._traced_client.pid, "close", saw, at)
         return report
 
-    def __enter__(self) -> "TracedClient":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -8,8 +8,21 @@ import re
 
 import pytest
 
-from crashlab._lab.crashmatrix import MatrixTrial, build_matrix, render_markdown, render_svg, render_text
-from tests.conformance.report.support import FILLS, LETTERS, crash_svg, hex_fill, markdown_grid, svg_trials
+from crashlab._lab.crashmatrix import (
+    MatrixTrial,
+    build_matrix,
+    render_markdown,
+    render_svg,
+    render_text,
+)
+from tests.conformance.report.support import (
+    FILLS,
+    LETTERS,
+    crash_svg,
+    hex_fill,
+    markdown_grid,
+    svg_trials,
+)
 
 
 def trial(point: str, fault: str, mode: str, outcome: str = "passed", rep: int = 0, **kw: object) -> MatrixTrial:

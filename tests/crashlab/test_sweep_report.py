@@ -25,9 +25,9 @@ from tests.conformance.report.support import (
     FILLS,
     LETTERS,
     MUTANT_COMMAND,
-    NO_BROWSER,
     MUTANT_POINTS,
     MUTANT_SWEEP,
+    NO_BROWSER,
     browser,
     browser_cells,
     cells_in_view,
@@ -166,7 +166,7 @@ def test_a_real_browser_draws_one_cell_per_trial_in_the_mutants_colours(
     for cell in cells:
         outcome = MUTANT_SWEEP[cell["trial"]]
         assert cell["outcome"] == outcome
-        assert cell["fill"] == "rgb(%d, %d, %d)" % FILLS[outcome], cell
+        assert cell["fill"] == "rgb({}, {}, {})".format(*FILLS[outcome]), cell
         assert cell["w"] > 20 and cell["h"] > 10 and cell["hit"] == cell["trial"], cell  # drawn, visible, on top
     shot = screenshot(page, tmp_path / "sweep.png")
     for cell in cells_in_view(cells):

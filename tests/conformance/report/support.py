@@ -18,9 +18,10 @@ import subprocess
 import sys
 import tempfile
 import zlib
+from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from xml.etree import ElementTree as ET
 
 #: The legend, as docs/reports.md states it: one letter and one fill colour per outcome.
@@ -49,7 +50,7 @@ SVG_NS = "{http://www.w3.org/2000/svg}"
 
 def crash_svg(html: str) -> ET.Element:
     """The crash matrix ``<svg>`` of a report page, parsed as XML (it must be well-formed)."""
-    found = re.findall(r'<svg xmlns="http://www\.w3\.org/2000/svg" class="crash-matrix".*?</svg>', html, re.S)
+    found = re.findall(r'<svg xmlns="http://www\.w3\.org/2000/svg" class="crash-matrix".*?</svg>', html, re.DOTALL)
     assert len(found) == 1, f"expected one crash matrix picture, found {len(found)}"
     return ET.fromstring(found[0])
 
@@ -76,7 +77,7 @@ def svg_trials(svg: ET.Element) -> list[dict[str, Any]]:
 
 
 def hex_fill(rgb: tuple[int, int, int]) -> str:
-    return "#%02x%02x%02x" % rgb
+    return "#{:02x}{:02x}{:02x}".format(*rgb)
 
 
 def markdown_grid(markdown: str) -> tuple[list[str], dict[str, list[str]]]:
@@ -169,12 +170,12 @@ def browser_cells(page: Path, workdir: Path) -> list[dict[str, Any]]:
     probe = workdir / (page.stem + ".probe.html")
     probe.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
     dom = run_browser("--dump-dom", probe.as_uri())
-    match = re.search(r'<pre id="crash-probe">(.*?)</pre>', dom, re.S)
+    match = re.search(r'<pre id="crash-probe">(.*?)</pre>', dom, re.DOTALL)
     assert match, f"the probe did not run in the browser: {dom[:500]!r}"
     return json.loads(unescape(match.group(1)))
 
 
-def screenshot(page: Path, target: Path) -> "Png":
+def screenshot(page: Path, target: Path) -> Png:
     run_browser(f"--screenshot={target}", page.as_uri())
     return Png(target.read_bytes())
 

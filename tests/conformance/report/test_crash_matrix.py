@@ -19,7 +19,13 @@ import pytest
 
 from conformance._cli.main import run as cli
 from conformance.certify import certify
-from conformance.reports import ClauseResult, RunReport, render_html, render_markdown, write_reports
+from conformance.reports import (
+    ClauseResult,
+    RunReport,
+    render_html,
+    render_markdown,
+    write_reports,
+)
 from tests.conformance.report.support import (
     FILLS,
     LETTERS,
@@ -254,7 +260,7 @@ def test_a_real_browser_draws_the_certified_mutant(certified: Path, tmp_path: Pa
     cells = browser_cells(page, tmp_path)
     assert sorted(c["trial"] for c in cells) == sorted(CERTIFIED)  # one cell per trial
     for cell in cells:
-        assert cell["fill"] == "rgb(%d, %d, %d)" % FILLS[CERTIFIED[cell["trial"]]], cell
+        assert cell["fill"] == "rgb({}, {}, {})".format(*FILLS[CERTIFIED[cell["trial"]]]), cell
         assert cell["w"] > 20 and cell["h"] > 10 and cell["hit"] == cell["trial"], cell
     shot = screenshot(page, tmp_path / "report.png")
     for cell in cells_in_view(cells):

@@ -7,7 +7,15 @@ import io
 from types import SimpleNamespace
 
 from conformance._cli.summary import print_summary
-from conformance.reports import CAPABILITIES, LEVELS, ClauseResult, RunReport, compute_level, render_html, render_markdown
+from conformance.reports import (
+    CAPABILITIES,
+    LEVELS,
+    ClauseResult,
+    RunReport,
+    compute_level,
+    render_html,
+    render_markdown,
+)
 
 _LEVEL_OF = {"ledger.codec": "ledger", "ledger.resolver": "ledger", "ledger.plan": "ledger", "store": "durable",
              "runtime.loop": "live", "faults": "live", "store.continuation": "recovery", "runtime.repair": "recovery",
