@@ -26,6 +26,9 @@ The promise modelled (sources and limits in docs/crashlab-powerloss.md):
 * **Torn write** (the ``powerloss-torn`` variant): of the last write that is not durable, a
   prefix survives: its first *k* sectors (512 bytes or 4 KiB, aligned to the file offset, *k*
   chosen from the seed, strictly fewer than all of them when the write spans more than one).
+  "The last write" is the newest run of contiguous writes to one file with no other operation
+  in between (the kernel hands a large ``write(2)`` down in page-sized pieces), never a
+  writeback of mapped pages.
 
 Identities: the FUSE layer names every file and directory by a **node** id it assigns (a
 backing inode number can be reused once freed; a node id never is).
@@ -224,8 +227,16 @@ class Model:
             self.files.pop(node, None)
             return
         self._seq += 1
-        if node in self.files and not writeback:
-            self.files[node].last_write = (self._seq, offset, length)
+        state = self.files.get(node)
+        if state is None or writeback:
+            return
+        last = state.last_write
+        if last is not None and last[0] == self._seq - 1 and last[1] + last[2] == offset:
+            # the kernel hands one large write(2) down in page-sized pieces: a run of
+            # contiguous writes to the file, with nothing in between, is one write
+            state.last_write = (self._seq, last[1], last[2] + length)
+        else:
+            state.last_write = (self._seq, offset, length)
 
     def sync_file(self, node: int) -> None:
         """fsync / fdatasync: the file's data and size are durable (its name is not)."""

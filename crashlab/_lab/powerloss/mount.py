@@ -39,7 +39,7 @@ from typing import Any
 
 import psutil
 
-__all__ = ["MountError", "PowerLossMount", "is_mounted", "unavailable"]
+__all__ = ["ENV_OFF", "MountError", "PowerLossMount", "is_mounted", "unavailable"]
 
 READY_TIMEOUT = 15.0
 REQUEST_TIMEOUT = 60.0
@@ -94,9 +94,19 @@ class MountError(Exception):
         self.permission = permission
 
 
-@lru_cache(maxsize=1)
+#: ``CRASHLAB_NO_POWERLOSS=1``: power-loss trials are "not run" even where FUSE works.
+ENV_OFF = "CRASHLAB_NO_POWERLOSS"
+
+
 def unavailable() -> str | None:
-    """Why the power-loss filesystem cannot run on this machine, or ``None`` when it can."""
+    """Why the power-loss filesystem cannot run here, or ``None`` when it can."""
+    if os.environ.get(ENV_OFF, "") not in ("", "0"):
+        return f"turned off ({ENV_OFF}={os.environ[ENV_OFF]})"
+    return _machine_unavailable()
+
+
+@lru_cache(maxsize=1)
+def _machine_unavailable() -> str | None:
     if not sys.platform.startswith("linux"):
         return f"the power-loss filesystem needs FUSE on Linux; this is {sys.platform}"
     if not os.path.exists("/dev/fuse"):
