@@ -266,16 +266,29 @@ def _f(value: float) -> str:
     return f"{value:.1f}".rstrip("0").rstrip(".")
 
 
+def _column_widths(columns: Sequence[Column]) -> list[float]:
+    """Each column as wide as its mode's name (60 px at least); the columns of a fault share
+    out what its name needs beyond their sum."""
+    widths = [max(60.0, _CHAR_W * len(mode) + 14) for _, mode in columns]
+    for fault in dict.fromkeys(f for f, _ in columns):
+        idx = [n for n, (f, _) in enumerate(columns) if f == fault]
+        span = sum(widths[n] for n in idx) + (len(idx) - 1) * _COL_GAP
+        short = _CHAR_W * len(fault) + 14 - span
+        for n in idx if short > 0 else ():
+            widths[n] += short / len(idx)
+    return widths
+
+
 def render_svg(matrix: CrashMatrix, *, title: str = "Crash matrix", ident: str = "cm") -> str:
     """The grid as one inline ``<svg>`` element (no script, nothing fetched): a rect per
     trial with its letter, the trial id, outcome and duration in its ``<title>`` (shown on
     hover), a link to ``href`` when it has one, and the legend underneath. Every trial's
     group carries ``data-trial``, ``data-outcome``, ``data-point``, ``data-fault`` and
     ``data-mode``; nothing else does."""
-    mode_w = max([len(m) for _, m in matrix.columns] + [len(f) for f, _ in matrix.columns] + [6])
-    col_w = max(60.0, _CHAR_W * mode_w + 14)
+    widths = _column_widths(matrix.columns)
+    lefts = [sum(widths[:n]) + n * _COL_GAP for n in range(len(widths))]
     label_w = max(48.0, _CHAR_W * max([len(r) for r in matrix.rows] + [5]) + 16)
-    grid_w = len(matrix.columns) * (col_w + _COL_GAP)
+    grid_w = sum(widths) + len(widths) * _COL_GAP
     top = _HEAD_H
     grid_h = len(matrix.rows) * (_ROW_H + _ROW_GAP)
     legend_y = top + grid_h + 14
@@ -301,12 +314,12 @@ def render_svg(matrix: CrashMatrix, *, title: str = "Crash matrix", ident: str =
     for n, (fault, _mode) in enumerate(matrix.columns):
         spans.setdefault(fault, []).append(n)
     for fault, idx in spans.items():
-        left = x0 + idx[0] * (col_w + _COL_GAP)
-        right = x0 + idx[-1] * (col_w + _COL_GAP) + col_w
+        left = x0 + lefts[idx[0]]
+        right = x0 + lefts[idx[-1]] + widths[idx[-1]]
         parts.append(f'<text x="{_f((left + right) / 2)}" y="14" text-anchor="middle" font-weight="700">{_x(fault)}</text>')
         parts.append(f'<rect x="{_f(left)}" y="19" width="{_f(right - left)}" height="1.5" opacity=".5"/>')
     for n, (_fault, mode) in enumerate(matrix.columns):
-        cx = x0 + n * (col_w + _COL_GAP) + col_w / 2
+        cx = x0 + lefts[n] + widths[n] / 2
         parts.append(f'<text x="{_f(cx)}" y="34" text-anchor="middle">{_x(mode)}</text>')
     parts.append("</g>")
     # row labels
@@ -320,7 +333,7 @@ def render_svg(matrix: CrashMatrix, *, title: str = "Crash matrix", ident: str =
     for r, point in enumerate(matrix.rows):
         y = top + r * (_ROW_H + _ROW_GAP)
         for c, column in enumerate(matrix.columns):
-            x = x0 + c * (col_w + _COL_GAP)
+            x, col_w = x0 + lefts[c], widths[c]
             trials = matrix.cell(point, column)
             if not trials:
                 parts.append(f'<circle class="cm-none" cx="{_f(x + col_w / 2)}" cy="{_f(y + _ROW_H / 2)}" r="1.5" '
