@@ -23,6 +23,13 @@ In one run, so every figure sees the same machine and load:
   with no filter) on ``--workers`` (default 2) workers with prefork; ``--plain-sweep`` also
   runs it with plain spawns. ``--no-sweep`` skips it.
 
+* **power loss** (issue 15; ``--powerloss-rounds``, 0 skips it; ``--powerloss-only`` runs only
+  this): a ``powerloss`` trial against a ``kill`` trial at the same point, alternating, at
+  P0, P5 and inside_t1 (prefix) and P3, P11 (live) — medians per point and the ratio of their
+  sums (target ≤ 2×) — and the FUSE layer's pass-through overhead on the reference's T1+T2
+  (pairs of ``store.commit_tool_prepared`` + ``store.commit_tool_outcome`` through the adapter,
+  on a plain directory and on the mount, alternating rounds). "not run: <reason>" without FUSE.
+
 ``--profile`` prints a cProfile of one prefork round of the 12 trials (the harness side).
 Results: ``docs/performance.md`` ("Crash lab (issue 6)").
 """
@@ -170,6 +177,149 @@ def sweep(workers: int, prefork: bool) -> dict[str, Any]:
             "slowest": [f"{r.spec.trial_id} {r.duration_s:.2f} s" for r in slow]}
 
 
+# --------------------------------------------------------------------------- power loss (issue 15)
+
+#: Cells of the power-loss comparison: prefix and live, before, inside and after the tool.
+POWERLOSS_CELLS = [("P0", "prefix"), ("P5", "prefix"), ("inside_t1", "prefix"), ("P3", "live"), ("P11", "live")]
+
+
+def powerloss_vs_kill(rounds: int) -> dict[str, Any]:
+    """A ``powerloss`` trial against a ``kill`` trial at the same point, alternating in one run
+    (prefork): medians per cell, and the ratio of their sums (issue 15 target: at most 2×)."""
+    from crashlab._lab.powerloss.mount import unavailable
+
+    reason = unavailable()
+    if reason:
+        return {"notRun": reason}
+    for point, mode in POWERLOSS_CELLS:  # warm-up: zygotes up, lazily imported modules learned
+        for fault in ("kill", "powerloss"):
+            run_trial(TrialSpec(point, mode, fault))
+    wall: dict[tuple[str, str, str], list[float]] = collections.defaultdict(list)
+    cpu: dict[str, list[float]] = collections.defaultdict(list)
+    bad: list[str] = []
+    for n in range(rounds):
+        for point, mode in POWERLOSS_CELLS:
+            for fault in (("kill", "powerloss") if n % 2 == 0 else ("powerloss", "kill")):
+                cpu0, wall0 = _cpu(), time.perf_counter()
+                result = run_trial(TrialSpec(point, mode, fault))
+                wall[(point, mode, fault)].append(time.perf_counter() - wall0)
+                cpu[fault].append(_cpu() - cpu0)
+                if result.outcome != "passed":
+                    bad.append(f"{point} {mode} {fault}: {result.outcome} {result.message[:200]}")
+    cells = []
+    for point, mode in POWERLOSS_CELLS:
+        kill = statistics.median(wall[(point, mode, "kill")])
+        power = statistics.median(wall[(point, mode, "powerloss")])
+        cells.append({"point": point, "mode": mode, "killMs": round(kill * 1000, 1),
+                      "powerlossMs": round(power * 1000, 1), "ratio": round(power / kill, 2)})
+    total_kill = sum(c["killMs"] for c in cells)
+    total_power = sum(c["powerlossMs"] for c in cells)
+    return {"rounds": rounds, "cells": cells, "ratio": round(total_power / total_kill, 2),
+            "cpuRatio": round(statistics.median(cpu["powerloss"]) / statistics.median(cpu["kill"]), 2),
+            "failures": bad}
+
+
+def _tool_pair(ws: str, i: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """T1 and T2 params of the i-th Read of one run (the spec 30 §6.2 fixture, renumbered)."""
+    from crashlab._lab.drive_prefix import fixture_params
+
+    base = fixture_params(ws)
+    op, pc = f"operation-{i}", f"provider-call-{i}"
+    refs = {"operationId": op, "toolCallId": pc}
+
+    def event(e: dict[str, Any], eid: str, ts: int) -> dict[str, Any]:
+        return {**e, "id": eid, "ts": ts, "refs": dict(refs)}
+
+    call = event(base["t1"]["callEvent"], f"call-event-{i}", 2 * i + 1)
+    call["content"] = {**call["content"], "id": pc}
+    dispatch = event(base["t1"]["dispatchEvent"], f"dispatch-event-{i}", 2 * i + 1)
+    dispatch["actions"] = {"toolDispatch": {**dispatch["actions"]["toolDispatch"], "operationId": op,
+                                            "providerToolCallId": pc}}
+    response = event(base["t2"]["responseEvent"], f"response-event-{i}", 2 * i + 2)
+    response["content"] = {**response["content"], "id": pc}
+    t1 = {**base["t1"], "operationId": op, "journalEventId": f"{op}_prepared", "callEvent": call,
+          "dispatchEvent": dispatch, "providerToolCallId": pc, "committedAt": 2 * i + 1}
+    t2 = {**base["t2"], "operationId": op, "journalEventId": f"{op}_outcome", "responseEvent": response,
+          "committedAt": 2 * i + 2}
+    return t1, t2
+
+
+def _t1t2_round(n: int, fuse: bool) -> list[float]:
+    """``n`` T1+T2 pairs through the reference adapter on a plain directory or on the mount;
+    the latency of each pair (s)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from crashlab._lab.drive_prefix import IDENT, header
+    from crashlab._lab.powerloss.mount import PowerLossMount
+
+    root = Path(tempfile.mkdtemp(prefix="powerloss-bench-"))
+    ws = root / "ws"
+    ws.mkdir()
+    mount = PowerLossMount.mount(ws, root / "state") if fuse else None
+    client = ProtocolClient.start(list(reference_command()), prefork=True)
+    try:
+        text = str(ws)
+        for op, params in (("store.open", {"workspace": text}),
+                           ("store.create_run", {"workspace": text, "header": header(IDENT, text)})):
+            reply = client.call(op, params)
+            assert reply.ok, (op, reply.error)
+        times = []
+        for i in range(1, n + 1):
+            t1, t2 = _tool_pair(text, i)
+            started = time.perf_counter()
+            for op, params in (("store.commit_tool_prepared", t1), ("store.commit_tool_outcome", t2)):
+                reply = client.call(op, params)
+                assert reply.ok and reply.result.get("created") is True, (op, reply.error)
+            times.append(time.perf_counter() - started)
+        return times
+    finally:
+        client.close()
+        if mount is not None:
+            mount.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def t1t2_overhead(n: int, rounds: int) -> dict[str, Any]:
+    """The FUSE layer's pass-through overhead on the reference's T1+T2 (each pair: two SQLite
+    transactions in WAL mode with synchronous=FULL, through the adapter), alternating rounds."""
+    from crashlab._lab.powerloss.mount import unavailable
+
+    reason = unavailable()
+    if reason:
+        return {"notRun": reason}
+    pairs: dict[str, list[float]] = {"plain": [], "fuse": []}
+    _t1t2_round(3, False)
+    _t1t2_round(3, True)
+    for r in range(rounds):
+        for fuse in ((False, True) if r % 2 == 0 else (True, False)):
+            pairs["fuse" if fuse else "plain"] += _t1t2_round(n, fuse)
+    plain, fuse_ms = statistics.median(pairs["plain"]) * 1000, statistics.median(pairs["fuse"]) * 1000
+    return {"pairs": n * rounds, "plainMs": round(plain, 2), "fuseMs": round(fuse_ms, 2),
+            "overheadMs": round(fuse_ms - plain, 2), "ratio": round(fuse_ms / plain, 2)}
+
+
+def _print_powerloss(out: dict[str, Any]) -> None:
+    pl = out["powerloss"]
+    if "notRun" in pl:
+        print(f"power loss vs kill: not run: {pl['notRun']}")
+    else:
+        print(f"power loss vs kill, median of {pl['rounds']} alternating rounds (prefork):")
+        for c in pl["cells"]:
+            print(f"  {c['point']:<10} {c['mode']:<7} kill {c['killMs']:7.1f} ms  powerloss {c['powerlossMs']:7.1f} ms"
+                  f"  x{c['ratio']:.2f}")
+        print(f"  ratio of the sums: x{pl['ratio']:.2f} wall, x{pl['cpuRatio']:.2f} CPU per trial (target <= 2)")
+        for f in pl["failures"]:
+            print(f"  FAILED {f}")
+    tt = out["t1t2"]
+    if "notRun" in tt:
+        print(f"FUSE pass-through on T1+T2: not run: {tt['notRun']}")
+    else:
+        print(f"FUSE pass-through on the reference's T1+T2 ({tt['pairs']} pairs): plain {tt['plainMs']:.2f} ms, "
+              f"on the mount {tt['fuseMs']:.2f} ms per pair (+{tt['overheadMs']:.2f} ms, x{tt['ratio']:.2f})")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.crashlab", description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=3, help="alternating plain/prefork rounds of the 12 trials")
@@ -180,7 +330,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", action="store_true", help="cProfile one prefork round of the 12 trials")
     p.add_argument("--tmpfs", action="store_true", help="also run rounds with the workspaces on /dev/shm")
     p.add_argument("--json", metavar="PATH")
+    p.add_argument("--powerloss-rounds", type=int, default=5,
+                   help="alternating kill/powerloss rounds at the same points (issue 15; 0: skip)")
+    p.add_argument("--t1t2-pairs", type=int, default=40, help="T1+T2 pairs per round of the FUSE overhead")
+    p.add_argument("--powerloss-only", action="store_true", help="only the power-loss figures (issue 15)")
     args = p.parse_args(argv)
+    if args.powerloss_only:
+        out = {"python": platform.python_version(), "platform": sys.platform, "cpus": os.cpu_count(),
+               "loadavgStart": os.getloadavg()}
+        out["powerloss"] = powerloss_vs_kill(max(1, args.powerloss_rounds))
+        out["t1t2"] = t1t2_overhead(args.t1t2_pairs, max(2, args.powerloss_rounds // 2))
+        out["loadavgEnd"] = os.getloadavg()
+        _print_powerloss(out)
+        print(f"load average: start {out['loadavgStart'][0]:.2f}, end {out['loadavgEnd'][0]:.2f}")
+        _zygote.shutdown_zygotes()
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(out, fh, indent=1)
+        return 0 if not out["powerloss"].get("failures") else 1
     out: dict[str, Any] = {"python": platform.python_version(), "platform": sys.platform, "cpus": os.cpu_count(),
                            "loadavgStart": os.getloadavg()}
     out["bare"] = bare(args.bare_reps)
@@ -238,6 +405,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"workers in {s['wallS']:.1f} s: {s['counts']}", flush=True)
             for f in s["failures"]:
                 print(f"  FAILED {f}")
+    if args.powerloss_rounds > 0:
+        out["powerloss"] = powerloss_vs_kill(args.powerloss_rounds)
+        out["t1t2"] = t1t2_overhead(args.t1t2_pairs, max(2, args.powerloss_rounds // 2))
+        _print_powerloss(out)
+        failures += out["powerloss"].get("failures", [])
     out["loadavgEnd"] = os.getloadavg()
     print(f"load average: start {out['loadavgStart'][0]:.2f}, end {out['loadavgEnd'][0]:.2f}")
     _zygote.shutdown_zygotes()

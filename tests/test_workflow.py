@@ -52,7 +52,7 @@ CRASHLAB_SWEEP_FLAGS: dict[str, str | None] = {  # flag -> value kind (None: a p
     "--trials": "int", "--seed": "int", "-n": "workers", "--report-dir": "str",
 }
 CRASHLAB_MODES = ("prefix", "live")
-CRASHLAB_FAULTS = ("kill", "torn", "pause", "race")
+CRASHLAB_FAULTS = ("kill", "torn", "pause", "race", "powerloss", "powerloss-torn")  # issue 15 adds the last two
 CRASHLAB_PARSER_MODULES = ("crashlab._cli.main", "crashlab._cli", "crashlab.cli", "crashlab.__main__")
 
 # Keys GitHub accepts (docs: "Workflow syntax for GitHub Actions").
@@ -463,6 +463,27 @@ def test_certify_runs_full_levels_on_posix_and_ledger_on_windows(wf: dict[str, A
         else:
             assert args.level == "ledger"
             assert not sweeps, "the crash lab needs SIGKILL/SIGSTOP and process groups: not on Windows"
+
+
+def test_power_loss_runs_on_linux_and_is_reported_not_run_elsewhere(wf: dict[str, Any]) -> None:
+    """Issue 15 item 6: Linux installs FUSE 3 and the `powerloss` extra before it certifies and
+    sweeps (so the power-loss clauses and trials run); macOS does not (they are "not run"), and
+    says so in the job summary; the sweep filters no fault away."""
+    job = wf["jobs"]["certify"]
+    for ctx in contexts(job):
+        runs = [(i, s) for i, s in enumerate(job["steps"]) if "run" in s and condition(s, ctx)]
+        fuse = [i for i, s in runs if "apt-get install -y fuse3" in s["run"] and "pip install '.[powerloss]'" in s["run"]]
+        certify = [i for i, s in runs if any(a[:2] == ["maka-conformance", "certify"] for a in commands(render(s["run"], ctx)))]
+        sweeps = [a for _, a in cli_invocations(job, ctx, "crashlab") if a[0] == "sweep"]
+        assert all(_flag_value(a, "--fault") is None for a in sweeps), "the sweep must keep the power-loss faults"
+        if ctx["runner"]["os"] == "Linux":
+            assert len(fuse) == 1 and certify and fuse[0] < certify[0], ctx["runs_on"]
+        else:
+            assert not fuse, f"{ctx['runs_on']} has no FUSE: its power-loss trials are reported not run"
+        summary = [s for _, s in runs if "powerloss" in s.get("run", "") and "GITHUB_STEP_SUMMARY" in s["run"]]
+        assert bool(summary) == (ctx["runner"]["os"] != "Windows"), ctx["runs_on"]
+        if ctx["runs_on"] in BEST_EFFORT_OS:
+            assert "power-loss" in ctx["matrix"]["limited"]
 
 
 def test_reports_are_uploaded_from_the_report_dirs(wf: dict[str, Any]) -> None:

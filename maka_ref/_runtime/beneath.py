@@ -244,7 +244,7 @@ def open_private_dir(root: str | os.PathLike[str], parts: list[str], *, create: 
                 except FileExistsError:
                     pass
                 else:
-                    # the new entry is durable only once its parent is synced (fsync(2) NOTES):
+                    # the new entry is durable only once its parent is synced (fsync(2)):
                     # without this a power cut loses .maka/scripts and resume its script (found
                     # by the crash lab's powerloss fault at P11, issue 15)
                     try:

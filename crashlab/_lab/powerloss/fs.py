@@ -32,6 +32,7 @@ import errno
 import os
 import shutil
 import stat
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,7 @@ class PowerLossFS(mfusepy.Operations):
         self.ino_of: dict[int, int] = {}  # node -> backing inode
         self.handles: dict[int, _Handle] = {}
         self.ops = 0
+        self.op_counts: dict[str, int] = {}
         root = os.lstat(self.backing)
         self.model = Model(self._node(root.st_ino))
         self.model.modes[self.model.root] = stat.S_IMODE(root.st_mode)
@@ -135,6 +137,8 @@ class PowerLossFS(mfusepy.Operations):
         if self.frozen:
             raise mfusepy.FuseOSError(errno.EIO)
         self.ops += 1
+        name = sys._getframe(1).f_code.co_name  # the operation (for stats: where the round trips go)
+        self.op_counts[name] = self.op_counts.get(name, 0) + 1
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -488,7 +492,8 @@ class PowerLossFS(mfusepy.Operations):
         with self._mutex:
             where = self._locate()
             return {"ops": self.ops, "dirty": {where.get(n, f"node {n}"): size for n, size in self.model.dirty().items()},
-                    "pending": [op.label for op in self.model.pending], "syncs": dict(self.model.syncs)}
+                    "pending": [op.label for op in self.model.pending], "syncs": dict(self.model.syncs),
+                    "opCounts": dict(self.op_counts)}
 
     def cut(self, after: Path, granularity: int | None, seed: int) -> dict[str, Any]:
         """Lose power: freeze, revert, rebuild the durable tree at ``after``; a report."""

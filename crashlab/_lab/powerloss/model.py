@@ -15,7 +15,7 @@ The promise modelled (sources and limits in docs/crashlab-powerloss.md):
   ``O_DSYNC``. A cut reverts every file to its content at its last sync (the content at mount
   time counts as synced). ``sync_file_range`` makes nothing durable (its man page: "there are
   no guarantees that the data will be available after a crash").
-* **Directory entries** (fsync(2) NOTES: "Calling fsync() does not necessarily ensure that the
+* **Directory entries** (fsync(2): "Calling fsync() does not necessarily ensure that the
   entry in the directory containing the file has also reached disk. For that an explicit
   fsync() on a file descriptor for the directory is also needed."): a create, link, unlink,
   mkdir, rmdir, symlink or rename is durable once a directory it changed is fsynced. One
