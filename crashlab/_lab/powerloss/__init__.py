@@ -16,9 +16,13 @@ What it holds, one concept a module:
 * :mod:`.fault` — the ``powerloss`` and ``powerloss-torn`` faults of the crash lab: mount the
   workspace, drive to the point, SIGKILL, cut, then the ``kill`` fault's after-crash oracles.
 
-What it may import: the standard library, ``psutil``, ``mfusepy`` (the optional ``powerloss``
-extra; only :mod:`.fs` imports it, inside the server), and of the crash lab only what a fault
-needs (the drivers, the aftermath, the client's lifeline). :mod:`.model`, :mod:`.fs` and
-:mod:`.server` import nothing of the harness but each other, so the server starts without
-loading it. The model's promise, its sources and its limits: docs/crashlab-powerloss.md.
+Besides the standard library and ``psutil``, only :mod:`.fs` imports ``mfusepy`` (the optional
+``powerloss`` extra), inside the server. :mod:`.model`, :mod:`.fs` and :mod:`.server` import
+nothing of the harness but each other, so the server starts without loading it; of the crash
+lab, :mod:`.mount` uses the client's lifeline and zygote, :mod:`.fault` the drivers and the
+aftermath of the ``kill`` fault. The model's promise, its sources and its limits:
+docs/crashlab-powerloss.md.
+
+May import: ``crashlab._client``, ``crashlab._lab.aftermath``, ``crashlab._lab.drive_live``,
+``crashlab._lab.drive_prefix``.
 """
