@@ -19,7 +19,7 @@ that directory in the workspace's place.
 
 The effect log (``.maka-effects.jsonl`` at the mount's root, protocol §4.3) is the harness's
 instrument, not the implementation's state: its name is served from a file *outside* the
-backing directory, which no cut touches, and it is linked into the rebuilt tree as it is.
+backing directory, which no cut touches, and it is moved into the rebuilt tree as it is.
 
 This module imports ``mfusepy`` (the ``powerloss`` extra) and runs only inside the server
 process (:mod:`.server`); nothing else imports it.
