@@ -59,6 +59,8 @@ def build_reports(config: pytest.Config, recorder: Recorder, exitstatus: int) ->
             "command": info.get("command") or handshake.get("command"),
             # how the harness found the implementation's processes (cgroup, or what it could not see)
             "processTracking": info.get("tracking"),
+            # how it makes its files durable, as it declared (protocol §3 ``durability``), or None
+            "durability": handshake.get("durability"),
         }
         errors: list[str] = []
         unavailable = info.get("unavailable")

@@ -7,6 +7,7 @@ failure into one error value in one place (:func:`Dispatcher.handle`).
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Mapping
 
 from maka_ref import MakaRefError, __version__
@@ -21,6 +22,17 @@ __all__ = ["CAPABILITIES", "PROTOCOL_VERSION", "Dispatcher"]
 
 PROTOCOL_VERSION = 1
 IMPLEMENTATION = {"name": "maka-ref", "version": __version__}
+#: How the reference makes its files durable: the handshake's ``durability`` (protocol §3).
+#: Honest per platform: on macOS ``fsync`` does not reach the disk and the reference does not
+#: use ``F_FULLFSYNC`` yet (issue 15 item 4, open), so it says so.
+DURABILITY: dict[str, Any] = {
+    "sync": "fsync",
+    "directorySync": True,
+    "details": "SQLite in WAL mode with synchronous=FULL (every commit fsynced); tool targets, the effect log "
+               "and the script sidecars fsynced, their directory fsynced after a create or rename"
+               + ("; on macOS fsync does not reach the disk (F_FULLFSYNC is not used yet)"
+                  if sys.platform == "darwin" else ""),
+}
 
 Params = Mapping[str, Any]
 Handler = Callable[[Params], Any]
@@ -111,6 +123,7 @@ class Dispatcher:
             "protocol": PROTOCOL_VERSION,
             "implementation": dict(IMPLEMENTATION),
             "capabilities": list(self.claims),
+            "durability": dict(DURABILITY),
         }
         if "faults" in self.claims:
             result["failpoints"] = list(_faults.ANNOUNCED_FAILPOINTS)

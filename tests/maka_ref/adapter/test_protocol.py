@@ -22,7 +22,7 @@ from typing import Any, Iterator, Mapping
 
 import pytest
 
-from conformance.protocol import OPERATIONS, validate_announcement, validate_response
+from conformance.protocol import CAPABILITIES, OPERATIONS, validate_announcement, validate_response
 from conformance.vectors import check_vector, iter_vectors, parse_json_text
 from maka_ref.testing import families as fam
 from tests.maka_ref.store.support import WRITE_HASH, user_event
@@ -140,7 +140,10 @@ def test_handshake_claims_every_capability_and_lists_reachable_failpoints(adapte
     result = adapter.hello()
     assert result["protocol"] == 1
     assert result["implementation"]["name"] == "maka-ref"
-    assert set(result["capabilities"]) == set(OPERATIONS.values())
+    # every capability: those with operations, and faults.powerloss (a promise, no operation)
+    assert set(result["capabilities"]) == set(CAPABILITIES) == set(OPERATIONS.values()) | {"faults.powerloss"}
+    assert result["durability"]["sync"] == "fsync" and result["durability"]["directorySync"] is True
+    assert not validate_response("hello", {"id": 0, "ok": True, "result": result})
     catalogue = json.loads((ROOT / "conformance" / "protocol" / "failpoints.json").read_text())["failpoints"]
     assert set(result["failpoints"]) == {e["id"] for e in catalogue if e["reachableBy"]}
     assert adapter.close() == 0
