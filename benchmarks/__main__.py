@@ -34,7 +34,7 @@ from benchmarks.ledgers import build_ledger
 from maka_ref._codec.jsontext import parse_json
 from maka_ref._events.schema import decode_runtime_event
 from maka_ref._ledger.resolver import resolve_recovery
-from maka_ref._plan.resume_plan import build_resume_plan
+from maka_ref._plan.phase0.plan import build_resume_plan
 
 STEPS = ("jsonLoads", "decode", "resolve", "plan")
 

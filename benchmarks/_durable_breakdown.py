@@ -50,10 +50,14 @@ class _Breakdown:
     def __enter__(self) -> "_Breakdown":
         from contextlib import contextmanager
 
-        from maka_ref._store import runtime_store, tool_writers
+        from maka_ref._store import runtime_store
+        from maka_ref._store.writers import outcome as outcome_step
+        from maka_ref._store.writers import tool as tool_writers
 
-        self._wrap(tool_writers, "assert_tool_ledger_transition", "transition")
-        self._wrap(tool_writers, "insert_event", "insert")
+        # T1 runs in ``writers.tool``; T2's checks and insert run in ``writers.outcome``.
+        for module in (tool_writers, outcome_step):
+            self._wrap(module, "assert_tool_ledger_transition", "transition")
+            self._wrap(module, "insert_event", "insert")
         self._wrap(tool_writers, "prepare_t1", "canonical")
         self._wrap(tool_writers, "prepare_t2", "canonical")
         original_tx = runtime_store.write_transaction

@@ -17,8 +17,8 @@ from typing import Any
 
 from maka_ref._events.encode import encode_runtime_event
 from maka_ref._store import RuntimeStore
-from maka_ref._store.connection import connect
-from maka_ref._store.rows import event_kind
+from maka_ref._store.engine.connection import connect
+from maka_ref._store.engine.rows import event_kind
 
 from benchmarks._durable_inputs import _calls
 from benchmarks._durable_throughput import _check_pragmas

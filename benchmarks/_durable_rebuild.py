@@ -14,7 +14,7 @@ from typing import Any
 
 from maka_ref._ledger.scanner import scan_tool_ledger
 from maka_ref._store import RuntimeStore
-from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row
+from maka_ref._store.engine.rows import EVENT_COLUMNS, decode_event_row
 
 from benchmarks._durable_inputs import T1_PROTOCOL, _envelope, _tool_events
 from benchmarks._durable_throughput import _median, _timed

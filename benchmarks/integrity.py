@@ -2,7 +2,7 @@
 
 What the integrity check of every writer open costs (issue 13 item 1; docs/performance.md
 "Integrity check on open"). ``RuntimeStore.open`` refuses a damaged store before its first write
-(``maka_ref._store.faults``); the question is which check it can afford:
+(``maka_ref._store.engine.faults``); the question is which check it can afford:
 
 * ``PRAGMA quick_check`` — B-tree structure, but *not* whether index entries match their rows
   (it misses the flipped index byte of ``tests/hostile/test_store_faults.py``);
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from maka_ref._store import RuntimeStore, runtime_store
-from maka_ref._store.connection import connect
+from maka_ref._store.engine.connection import connect
 
 from benchmarks._durable_rebuild import build_rebuild_ledger
 

@@ -23,4 +23,6 @@ Extension points: write clauses with :func:`conformance.clauses.clause` and run 
 ``pytest -p conformance.plugin``; point the suite at any implementation with ``--maka-impl``
 (``docs/adapter-guide.md``); merge reports from several platforms with
 :func:`conformance.reports.merge_matrix`.
+
+May import: ``crashlab``, ``maka_ref``.
 """

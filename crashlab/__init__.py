@@ -23,6 +23,8 @@ deadline each; every misbehaviour becomes a :class:`ProtocolFailure` whose ``ver
 of protocol §7, raised only after the whole process tree is killed and reaped. The misbehaving
 adapters of :mod:`crashlab.testing.bad_adapter` exercise every verdict. The Phase 0 failpoint catalogue the crash lab builds on is
 :data:`maka_ref.FAILPOINTS`.
+
+May import: ``maka_ref``.
 """
 
 from crashlab._client._client import ProtocolClient, Validator

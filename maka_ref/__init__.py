@@ -21,6 +21,8 @@ Layers 1–5 are the *pure core*: no I/O, no clock, no randomness. The resolver 
 never raise on any input: malformed ledgers come back as ``corruption`` / ``blocked``.
 Helpers for tests (the spec's fixture families and Hypothesis strategies) live in
 :mod:`maka_ref.testing`.
+
+May import: nothing of ours.
 """
 
 from maka_ref._codec.argshash import canonical_args_hash
@@ -51,8 +53,8 @@ from maka_ref._ledger.resolver import resolve_recovery
 from maka_ref._ledger.results import Decision, Resolution, ResolverIssue, ToolLedgerIssue, ToolLedgerScan
 from maka_ref._ledger.scanner import scan_tool_ledger
 from maka_ref._ledger.transition import TransitionResult, validate_transition
-from maka_ref._plan.failpoints import FAILPOINTS, reference_crash_ledger
-from maka_ref._plan.resume_plan import ResumePlan, build_resume_plan
+from maka_ref._plan.phase0.failpoints import FAILPOINTS, reference_crash_ledger
+from maka_ref._plan.phase0.plan import ResumePlan, build_resume_plan
 
 __version__ = "0.1.0"
 

@@ -5,6 +5,9 @@ generators know (:data:`FAMILIES`), sends them to the implementation — in prac
 adapter, ``examples/maka-ts-adapter`` over a build of ``maka-agent/maka-agent`` — and writes
 its answers as anchor files (format: :mod:`conformance.anchors`). Loading and checking the
 files is :mod:`conformance.anchors`; this package is only needed to regenerate them.
+
+May import: ``conformance._fuzz``, ``conformance.anchors``, ``conformance.protocol``,
+``conformance.vectors``, ``crashlab``, ``maka_ref.testing``.
 """
 
 from conformance._anchor._record import FAMILIES, RecordResult, draw_cases, record_anchors

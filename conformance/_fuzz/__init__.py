@@ -26,6 +26,8 @@ Private modules (the CLI and the tests use these names; nothing here is a stable
 The names below are loaded on first use (PEP 562): importing a submodule such as
 :mod:`._cli` to build ``maka-conformance``'s argument parser must not pull Hypothesis and the
 search machinery into every command (≈ 0.13 s).
+
+May import: ``conformance.protocol``, ``conformance.reports``, ``crashlab``, ``maka_ref``.
 """
 
 from __future__ import annotations

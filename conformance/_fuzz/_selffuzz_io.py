@@ -45,7 +45,7 @@ _KINDS = ("flip", "truncate", "zero_page", "overwrite", "append")
 
 def _populate(root: str, keep_open: bool) -> None:
     from maka_ref._store import RuntimeStore, T1Input, T2Input
-    from maka_ref._store.agent_runs import AgentRunStore
+    from maka_ref._store.agent_runs.store import AgentRunStore
     from maka_ref.testing import families as fam
 
     def t1(n: str, call_: Any, dispatch: Any) -> T1Input:

@@ -214,8 +214,8 @@ def ledger_lists() -> st.SearchStrategy[tuple[list[Any], Any, list[int]]]:
 
 def check_ledger_lists(case: tuple[list[Any], Any, list[int]]) -> None:
     from maka_ref import PrefixError, build_resume_plan, interpret_operation, resolve_recovery, scan_tool_ledger
-    from maka_ref._plan.prefix import build_immutable_prefix
-    from maka_ref._plan.segment_replay import build_composite_replay_plan, build_segment_replay
+    from maka_ref._plan.prefix.immutable import build_immutable_prefix
+    from maka_ref._plan.prefix.replay import build_composite_replay_plan, build_segment_replay
 
     events, high_water, cuts = case
     snapshot = copy.deepcopy(case)

@@ -3,4 +3,6 @@
 Import from :mod:`conformance.reports`; the module layout under ``_report`` may change. Every
 module here uses the standard library only, so that loading a report (for a CI dashboard or
 ``maka-conformance matrix``) does not pull in pytest, ``maka_ref`` or ``crashlab``.
+
+May import: ``conformance.vectors``.
 """

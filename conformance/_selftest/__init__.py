@@ -24,6 +24,8 @@ failures are not counted as kills.
 
 Library API: :func:`run_selftest` → :class:`SelftestResult` (``to_json``, ``render_markdown``,
 ``write``); the CLI only parses arguments and prints.
+
+May import: ``conformance.certify``, ``maka_ref.adapter``.
 """
 
 from conformance._selftest._run import (

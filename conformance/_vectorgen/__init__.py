@@ -5,4 +5,6 @@ of this package (:mod:`conformance._vectorgen.build` is the entry point and list
 nothing is computed by the reference runtime. The only thing borrowed from ``maka_ref`` is
 :mod:`maka_ref.testing.families`, the spec's fixture families as plain-dict builders, so
 that inputs are spelled exactly as the spec defines them.
+
+May import: ``maka_ref.testing``.
 """

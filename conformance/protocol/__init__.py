@@ -13,6 +13,8 @@ schemas are its machine-readable form). This module only loads and applies them;
   of readable errors (``"$.result.decisions[0].status: … "``), empty when valid.
 
 Index of the files: ``conformance/protocol/README.md``.
+
+May import: ``maka_ref``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ language reads the file, not our Python), while its source of truth is the refer
 registries. ``tests/conformance/test_protocol_schemas.py`` fails when the committed file is stale.
 
 Sources: ``maka_ref.FAILPOINTS`` (P0–P11, with their spec 20 §2 boundary),
-``maka_ref._store.failpoints.FAILPOINT_NAMES`` (store hooks, spec 30 §6) and
+``maka_ref._store.engine.failpoints.FAILPOINT_NAMES`` (store hooks, spec 30 §6) and
 ``maka_ref._runtime.livepoints.CONTINUATION_FAILPOINTS`` (spec 20 §4.9). ``reachableBy`` lists
 the protocol operations whose reference code path reaches the point (empty: no operation does,
 so an adapter must not list it in ``hello``).
@@ -55,7 +55,7 @@ def build_failpoints() -> dict[str, Any]:
     """The catalogue document, from the reference runtime's registries."""
     from maka_ref import FAILPOINTS
     from maka_ref._runtime.livepoints import CONTINUATION_FAILPOINTS
-    from maka_ref._store.failpoints import FAILPOINT_NAMES
+    from maka_ref._store.engine.failpoints import FAILPOINT_NAMES
 
     entries = [_live(fp) for fp in FAILPOINTS]
     live_ids = {fp.id for fp in FAILPOINTS}

@@ -48,8 +48,8 @@ def _source_events() -> list[dict[str, Any]]:
 
 def _claim(events: list[Any]) -> dict[str, Any]:
     """A ``continuation_claim_v1`` (spec 20 §3.10–§3.11) over ``events``, the source run read back."""
-    from maka_ref._plan.digests import provider_replay_digest
-    from maka_ref._plan.prefix import build_boundary_cursor, build_immutable_prefix, segment_of
+    from maka_ref._plan.prefix.digests import provider_replay_digest
+    from maka_ref._plan.prefix.immutable import build_boundary_cursor, build_immutable_prefix, segment_of
 
     source = segment_of(build_immutable_prefix([(i + 1, e) for i, e in enumerate(wire(events))]))
     boundary = build_boundary_cursor([source])

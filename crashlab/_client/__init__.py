@@ -6,4 +6,6 @@ scans; its helpers ``_process_kill`` and ``_process_proc``), ``_lines`` (stdout 
 (:class:`ProtocolFailure`), ``_client`` (the session state machine), ``_zygote`` and
 ``_zygote_server`` (pre-forked children of a ``python -m`` command: the client handle and the
 fork server, with ``_zygote_preload``, ``_zygote_status`` and ``_zygote_child``).
+
+May import: nothing of ours.
 """

@@ -22,7 +22,7 @@ What differs, and why it is safe for protocol-driven use:
 
 * modules are imported before the environment of a particular child is known. Therefore one
   zygote serves one **environment** (the child's, minus the per-session token): a module that
-  reads an environment variable at import (``maka_ref._store.failpoints`` reads
+  reads an environment variable at import (``maka_ref._store.engine.failpoints`` reads
   ``MAKA_REF_FAILPOINT``) sees exactly what a plain child would. Arming a point through
   ``faults.arm`` (the protocol way) needs nothing special either;
 * the preloaded modules are imported from the installed paths, not from the child's working

@@ -15,7 +15,7 @@ from typing import Any, Iterable, TextIO
 from maka_ref._cli.ledger_input import InputError, load_ledger
 from maka_ref._codec.jsontext import compact_json
 from maka_ref._ledger.resolver import resolve_recovery
-from maka_ref._plan.resume_plan import build_resume_plan
+from maka_ref._plan.phase0.plan import build_resume_plan
 
 
 def bundled_examples() -> list[tuple[Path, str]]:

@@ -21,7 +21,7 @@ from maka_ref._codec.jsontext import iter_answer_json, parse_json
 from maka_ref._errors import ArgsHashError, InvalidJSONTextError, MakaRefError
 from maka_ref._events.encode import encode_runtime_event
 from maka_ref._ledger.resolver import resolve_recovery
-from maka_ref._plan.resume_plan import build_resume_plan
+from maka_ref._plan.phase0.plan import build_resume_plan
 
 EXIT_OK = 0
 EXIT_INPUT_ERROR = 2
@@ -255,8 +255,8 @@ def run(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stde
 def _store_fault(exc: Exception) -> InputError | None:
     """A store fault that escaped a command unmapped (a busy lock met mid-run, a disk that
     filled up): its stable code (``store_busy``, ``store_read_only``, ``storage_full``,
-    ``database_corrupt``; ``maka_ref._store.faults``), not ``internal_error``."""
-    from maka_ref._store.faults import fault_of
+    ``database_corrupt``; ``maka_ref._store.engine.faults``), not ``internal_error``."""
+    from maka_ref._store.engine.faults import fault_of
 
     fault = fault_of(exc)
     return None if fault is None else InputError(fault.code, " ".join(fault.message.splitlines()))

@@ -16,6 +16,8 @@ randomness, no mutable global state.
 
 Modules: ``numbers`` (number text), ``jsontext`` (parse / write / strict check / key order),
 ``frozen`` (immutable containers), ``collation`` (sort keys), ``argshash`` (the args hash).
+
+May import: ``maka_ref._errors``.
 """
 
 from maka_ref._codec.argshash import args_hash_body, canonical_args_hash

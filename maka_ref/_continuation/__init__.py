@@ -11,6 +11,12 @@ real stores and the live loop. Modules, each small:
 * :mod:`.sidecar`    — ``.maka/scripts/<runId>.json``: the script a continuation replays.
 
 Choices: ``docs/choices/continuation-execution.md``.
+
+May import: ``maka_ref._codec``, ``maka_ref._durable``, ``maka_ref._errors``,
+``maka_ref._events``, ``maka_ref._plan.continuation``, ``maka_ref._plan.prefix``,
+``maka_ref._runtime``, ``maka_ref._store.agent_runs``, ``maka_ref._store.claims``,
+``maka_ref._store.engine``, ``maka_ref._store.errors``, ``maka_ref._store.runtime_store``,
+``maka_ref._store.workspace``.
 """
 
 from .execute import ContinuationExecutionError, ExecutionResult, build_claim, build_target_header, execute_continuation

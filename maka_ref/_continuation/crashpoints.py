@@ -4,7 +4,7 @@ Why a module of its own: the five names are after-commit points of the Phase 1 e
 (:mod:`.execute`), and the spec's continuation crash harness arms them with its own variable
 (``MAKA_RUNTIME_CONTINUATION_FAILPOINT``) and waits for ``READY:<failpoint>`` on stdout
 (spec 30 §6.1, §6.4). Every site also calls the store hook, and the store's failpoint registry
-(``maka_ref._store.failpoints``) lists the five names, so ``MAKA_REF_FAILPOINT=<name>`` (and
+(``maka_ref._store.engine.failpoints``) lists the five names, so ``MAKA_REF_FAILPOINT=<name>`` (and
 the protocol adapter's ``faults.arm``) arm them as well.
 
 Arming:
@@ -18,7 +18,7 @@ Arming:
 ``MAKA_FAILPOINT <name>\\n`` to stderr (the announcement of the store's failpoints, so one
 harness waits for both kinds), then the store's extra announcers (``ANNOUNCERS``, if any) are
 called with the name, then the thread blocks until the process is killed.
-``raise``: :class:`~maka_ref._store.failpoints.FailpointTriggered`. A point fires once.
+``raise``: :class:`~maka_ref._store.engine.failpoints.FailpointTriggered`. A point fires once.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from maka_ref._runtime.livepoints import CONTINUATION_FAILPOINTS
-from maka_ref._store import failpoints as _store_failpoints
-from maka_ref._store.failpoints import FailpointTriggered, block_forever, failpoint
+from maka_ref._store.engine import failpoints as _store_failpoints
+from maka_ref._store.engine.failpoints import FailpointTriggered, block_forever, failpoint
 
 __all__ = ["ENV_VAR", "ArmedContinuationPoint", "arm", "armed", "continuation_failpoint", "disarm"]
 

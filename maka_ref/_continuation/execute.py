@@ -56,8 +56,8 @@ from maka_ref._runtime.run_turn import (
 )
 from maka_ref._runtime.tool_runtime import Clock
 from maka_ref._runtime.tools import TOOLS, Tool
-from maka_ref._store.claim_codec import CLAIM_PROTOCOL, expected_continuation_source
-from maka_ref._store.failpoints import failpoint
+from maka_ref._store.claims.codec import CLAIM_PROTOCOL, expected_continuation_source
+from maka_ref._store.engine.failpoints import failpoint
 
 from .crashpoints import continuation_failpoint
 from .revalidate import RuntimeContinuationRevalidationError, revalidate_safety, revalidate_source

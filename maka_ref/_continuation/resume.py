@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from maka_ref._store.workspace_dir import check_workspace_dir
+from maka_ref._store.workspace.directory import check_workspace_dir
 from maka_ref._plan.continuation import (
     SafeBoundaryContinuationPlan,
     plan_authoritative,
@@ -41,7 +41,7 @@ from maka_ref._runtime.provider import Script, ScriptedProvider, load_script
 from maka_ref._runtime.run_turn import RunSummary
 from maka_ref._runtime.tool_runtime import Clock
 from maka_ref._runtime.tools import Tool
-from maka_ref._store.agent_runs import DB_FILE_NAME, AgentRunStore
+from maka_ref._store.agent_runs.store import DB_FILE_NAME, AgentRunStore
 from maka_ref._store.runtime_store import RuntimeStore
 
 from . import lifecycle as lc

@@ -24,8 +24,8 @@ from maka_ref._plan.continuation import RuntimeContinuation, SafetyObservation, 
 from maka_ref._plan.continuation.codes import REVALIDATION_CODES
 from maka_ref._plan.continuation.shapes import utf16_sorted_unique
 from maka_ref._plan.continuation.terminal import header_matches_fact
-from maka_ref._plan.digests import PROVIDER_REPLAY_PROJECTION_VERSION
-from maka_ref._plan.segment_replay import CompositeReplayPlan, build_composite_replay_plan
+from maka_ref._plan.prefix.digests import PROVIDER_REPLAY_PROJECTION_VERSION
+from maka_ref._plan.prefix.replay import CompositeReplayPlan, build_composite_replay_plan
 
 __all__ = ["RuntimeContinuationRevalidationError", "revalidate_safety", "revalidate_source"]
 

@@ -32,11 +32,11 @@ from typing import Any
 
 from maka_ref._plan.continuation import SafetyObservation
 from maka_ref._plan.continuation.shapes import utf16_sorted_unique
-from maka_ref._plan.prefix import ImmutableRuntimePrefix
+from maka_ref._plan.prefix.immutable import ImmutableRuntimePrefix
 from maka_ref._runtime.tools import TOOLS
-from maka_ref._store.agent_runs import AgentRunStore
+from maka_ref._store.agent_runs.store import AgentRunStore
 from maka_ref._store.runtime_store import RuntimeStore
-from maka_ref._store.workspace import resolve_workspace_identity
+from maka_ref._store.workspace.identity import resolve_workspace_identity
 
 __all__ = ["StoreWorld", "default_tool_catalog"]
 

@@ -13,6 +13,8 @@ exactly the documented shape and that equal facts have equal canonical bytes.
 Depends on: ``maka_ref._errors`` and ``maka_ref._codec`` (frozen containers, ``stable_json``,
 ``parse_json``). Pure: no I/O, no clock, no randomness, no global mutable state.
 Choices where the spec is silent are listed in ``docs/choices/events.md``.
+
+May import: ``maka_ref._codec``, ``maka_ref._errors``.
 """
 
 from maka_ref._events.encode import EncodedRuntimeEvent, canonical_event_json, encode_runtime_event

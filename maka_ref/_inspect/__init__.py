@@ -10,6 +10,11 @@ Modules: ``api`` (entry point, workspace checks, error codes), ``snapshot`` (the
 consistent copy, type-checked and bounded), ``private_dirs`` (where the copy lives and how a
 killed inspection's leftovers are swept), ``sqlite_view`` / ``jsonl_view`` (one per storage kind), ``document``
 (the shared run shape and health result).
+
+May import: ``maka_ref._codec``, ``maka_ref._errors``, ``maka_ref._ledger``,
+``maka_ref._plan.phase0``, ``maka_ref._store.agent_runs``, ``maka_ref._store.engine``,
+``maka_ref._store.errors``, ``maka_ref._store.insert``, ``maka_ref._store.legacy``,
+``maka_ref._store.partials``, ``maka_ref._store.runtime_store``, ``maka_ref._store.workspace``.
 """
 
 from maka_ref._inspect.api import inspect_workspace

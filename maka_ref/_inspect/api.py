@@ -32,9 +32,9 @@ from maka_ref._errors import MakaRefError, NotStrictJSONError
 from maka_ref._inspect.document import FORMAT
 from maka_ref._inspect.jsonl_view import inspect_jsonl, inspect_none
 from maka_ref._inspect.sqlite_view import inspect_sqlite
-from maka_ref._store.workspace_dir import check_workspace_dir
+from maka_ref._store.workspace.directory import check_workspace_dir
 from maka_ref._store.errors import StoreError
-from maka_ref._store.legacy_jsonl import iter_legacy_run_files
+from maka_ref._store.legacy.profile import iter_legacy_run_files
 from maka_ref._store.runtime_store import DB_FILE_NAME
 
 __all__ = ["inspect_workspace"]

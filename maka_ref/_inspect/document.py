@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping
 from maka_ref._codec.frozen import thaw
 from maka_ref._ledger.resolver import resolve_recovery
 from maka_ref._ledger.scanner import scan_tool_ledger
-from maka_ref._plan.resume_plan import build_resume_plan
+from maka_ref._plan.phase0.plan import build_resume_plan
 from maka_ref._store.errors import ToolLedgerCorruptionError
 
 __all__ = ["FORMAT", "RunEntry", "error_json", "health_json", "health_of_events", "storage_json"]

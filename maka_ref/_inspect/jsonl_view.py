@@ -14,7 +14,7 @@ from typing import Any
 
 from maka_ref._inspect.document import RunEntry, health_json, health_of_events, storage_json
 from maka_ref._store.errors import StoreError
-from maka_ref._store.legacy_jsonl import JsonlRuntimeEventReader, LegacyRunFile
+from maka_ref._store.legacy.profile import JsonlRuntimeEventReader, LegacyRunFile
 
 __all__ = ["inspect_jsonl", "inspect_none"]
 

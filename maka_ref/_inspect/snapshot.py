@@ -74,7 +74,7 @@ def _not_regular(path: Path, mode: int) -> StoreError:
         else "a socket" if stat.S_ISSOCK(mode)
         else "not a regular file"
     )
-    # The store's own codes for the same fault (maka_ref._store.faults), so that inspect and
+    # The store's own codes for the same fault (maka_ref._store.engine.faults), so that inspect and
     # a writer name a linked or FIFO store file alike.
     return StoreError(
         f"{path.name} in the workspace is {kind}, not a regular file; SQLite's own files never are",

@@ -24,15 +24,15 @@ from typing import Any
 
 from maka_ref._inspect.document import RunEntry, health_json, storage_json
 from maka_ref._inspect.snapshot import copy_database_files, make_private_dir, settle_hot_journal
-from maka_ref._store.agent_runs import AGENT_RUNS_SCHEMA_VERSION, AGENT_RUNS_SCOPE, AgentRunStore
-from maka_ref._store.connection import connect
+from maka_ref._store.agent_runs.store import AGENT_RUNS_SCHEMA_VERSION, AGENT_RUNS_SCOPE, AgentRunStore
+from maka_ref._store.engine.connection import connect
 from maka_ref._store.errors import CURRENT_SCHEMA_VERSION, StoreError
-from maka_ref._store.faults import INTEGRITY_PRAGMA, integrity_failure
-from maka_ref._store.health import scan_store
+from maka_ref._store.engine.faults import INTEGRITY_PRAGMA, integrity_failure
+from maka_ref._store.insert.health import scan_store
 from maka_ref._store.partials import read_partials
-from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row
+from maka_ref._store.engine.rows import EVENT_COLUMNS, decode_event_row
 from maka_ref._store.runtime_store import DB_FILE_NAME, RuntimeStore
-from maka_ref._store.schema import read_user_version
+from maka_ref._store.engine.schema import read_user_version
 
 __all__ = ["inspect_sqlite"]
 
@@ -100,7 +100,7 @@ def _read_snapshot(private: Path, files: list[str]) -> dict[str, Any]:
 def _integrity(conn: sqlite3.Connection) -> StoreError | None:
     """``database_corrupt`` when ``PRAGMA integrity_check`` of the snapshot fails: a flipped
     index byte reads as a healthy ledger with a run missing its terminal (issue 13), so the
-    health verdict comes from SQLite's own check first (``maka_ref._store.faults``)."""
+    health verdict comes from SQLite's own check first (``maka_ref._store.engine.faults``)."""
     problem = integrity_failure(conn)
     if problem is None:
         return None

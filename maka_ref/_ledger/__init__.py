@@ -8,8 +8,7 @@ What: the pure interpretation of a RuntimeEvent ledger's tool facts (spec 10 §3
                    duplicate / order / identity rules;
 * ``transition`` — write-side validation of a candidate append (§4.6);
 * ``bundle``     — recovery-bundle validation and interpretation of a scanned operation
-                   (§5.3, §5.4); its parts ``bundle_types``, ``bundle_codes``,
-                   ``bundle_checks`` and ``bundle_values`` are private;
+                   (§5.3, §5.4): its codes, value types and checks in one module;
 * ``resolver``   — the RecoveryResolver (§6.1–§6.4);
 * ``code_mode``  — interrupted Code Mode outcome commits (§6.5);
 * ``results``    — the result dataclasses.
@@ -23,6 +22,8 @@ the spec cannot interpret is listed in ``docs/choices/ledger.md``).
 
 Depends on: ``maka_ref._codec`` (args hash), ``maka_ref._events`` (constants, recovery-fact
 decoding, canonical event JSON).
+
+May import: ``maka_ref._codec``, ``maka_ref._events``.
 """
 
 from maka_ref._ledger.bundle import (
@@ -34,7 +35,11 @@ from maka_ref._ledger.bundle import (
     validate_recovery_bundle,
 )
 from maka_ref._ledger.code_mode import build_interrupted_code_mode_outcome_commits
-from maka_ref._ledger.lanes import candidate_lanes, classify_lane, validate_generic_append
+from maka_ref._ledger.lanes import (
+    candidate_lanes,
+    classify_lane,
+    validate_generic_append,
+)
 from maka_ref._ledger.resolver import resolve_recovery
 from maka_ref._ledger.results import (
     Decision,
@@ -45,7 +50,11 @@ from maka_ref._ledger.results import (
     ToolLedgerScan,
 )
 from maka_ref._ledger.scanner import scan_tool_ledger
-from maka_ref._ledger.transition import TRANSITION_KINDS, TransitionResult, validate_transition
+from maka_ref._ledger.transition import (
+    TRANSITION_KINDS,
+    TransitionResult,
+    validate_transition,
+)
 
 __all__ = [
     "BundleValidation",

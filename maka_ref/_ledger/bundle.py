@@ -6,25 +6,27 @@ observation, an optional recovered outcome and a recovery decision.
 wins); ``interpret_operation`` applies §5.4 to one operation produced by the scanner and is
 shared by the resolver and projection rebuild, so both read a bundle the same way.
 
-Why: the write side (the bundle writer) and the read side (resolver, rebuild) must accept
-and refuse exactly the same bundles.
+Why one module: the write side (the bundle writer) and the read side (resolver, rebuild) must
+accept and refuse exactly the same bundles, so the whole rule — its result codes, its value
+types, the per-event predicates and the ordered checks — reads top to bottom in one place:
 
-Robustness: both functions accept arbitrary values in place of events and never raise
+1. tolerant reads of JSON values (``_obj``, ``_get``, ``_truthy``: never raise);
+2. the result codes of §5.3/§5.4;
+3. the value types (``OperationIdentity``, ``BundleValidation``, ``Interpretation``);
+4. the per-event predicates (execution identity, ``refs``, the decoded ``toolRecovery`` fact);
+5. the ordered checks of §5.3 and the interpretation of §5.4.
+
+Robustness: both entry points accept arbitrary values in place of events and never raise
 (a value that is not an event simply fails the check it is read in).
-``interpret_operation`` never raises for any ``op``.
 
-Layout: the result codes live in ``bundle_codes``, the dataclasses in ``bundle_types``,
-the per-event predicates in ``bundle_checks`` and the tolerant JSON reads in
-``bundle_values``; this module keeps the ordered checks and the interpretation and
-re-exports the dataclasses.
-
-Depends on: ``_ledger.lanes``, ``_ledger.bundle_*``, ``_codec.argshash.canonical_args_hash``,
-``_events.constants``.
+Depends on: ``_ledger.lanes``, ``_codec.argshash.canonical_args_hash``, ``_events.constants``,
+``_events.recovery_facts``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping
 
 from maka_ref._codec.argshash import canonical_args_hash
 from maka_ref._events.constants import (
@@ -33,29 +35,7 @@ from maka_ref._events.constants import (
     RECONCILE_RESULT_KIND,
     RECOVERY_DECISION_KIND,
 )
-from maka_ref._ledger.bundle_checks import _decode_fact, _has_execution_identity, _refs_match
-from maka_ref._ledger.bundle_codes import (
-    CALL_IDENTITY_CONFLICT,
-    CANONICAL_ARGS_HASH_CONFLICT,
-    DECISION_FACT_INVALID,
-    DISPATCH_IDENTITY_CONFLICT,
-    EVENT_ORDER_CONFLICT,
-    EVIDENCE_ORDER_CONFLICT,
-    MATCHES_EXPECTED_STATE,
-    OPERATION_IDENTITY_CONFLICT,
-    OUTCOME_FOR_PARKED,
-    OUTCOME_IDENTITY_CONFLICT,
-    OUTCOME_NOT_SUCCESSFUL,
-    OUTCOME_REFERENCE_CONFLICT,
-    OUTCOME_REQUIRED,
-    RECONCILE_DECISION_CONFLICT,
-    RECONCILE_FACT_INVALID,
-    RECOVERY_FACT_IDENTITY_CONFLICT,
-    RECOVERY_FACT_SHAPE_CONFLICT,
-    RECOVERY_MODE_UNSUPPORTED,
-)
-from maka_ref._ledger.bundle_types import ABSENT, BundleValidation, Interpretation, OperationIdentity
-from maka_ref._ledger.bundle_values import _EMPTY, _MISSING, _get, _obj, _truthy
+from maka_ref._events.recovery_facts import decode_tool_recovery
 from maka_ref._ledger.lanes import (
     FUNCTION_CALL,
     FUNCTION_RESPONSE,
@@ -64,6 +44,195 @@ from maka_ref._ledger.lanes import (
     TOOL_DISPATCH,
     classify_lane,
 )
+
+__all__ = [
+    "ABSENT",
+    "BundleValidation",
+    "CALL_IDENTITY_CONFLICT",
+    "CANONICAL_ARGS_HASH_CONFLICT",
+    "DECISION_FACT_INVALID",
+    "DISPATCH_IDENTITY_CONFLICT",
+    "EVENT_ORDER_CONFLICT",
+    "EVIDENCE_ORDER_CONFLICT",
+    "Interpretation",
+    "MATCHES_EXPECTED_STATE",
+    "OPERATION_IDENTITY_CONFLICT",
+    "OUTCOME_FOR_PARKED",
+    "OUTCOME_IDENTITY_CONFLICT",
+    "OUTCOME_NOT_SUCCESSFUL",
+    "OUTCOME_REFERENCE_CONFLICT",
+    "OUTCOME_REQUIRED",
+    "OperationIdentity",
+    "RECONCILE_DECISION_CONFLICT",
+    "RECONCILE_FACT_INVALID",
+    "RECOVERY_FACT_IDENTITY_CONFLICT",
+    "RECOVERY_FACT_SHAPE_CONFLICT",
+    "RECOVERY_MODE_UNSUPPORTED",
+    "identity_from_scanned_operation",
+    "interpret_operation",
+    "validate_recovery_bundle",
+]
+
+
+_MISSING = object()
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _obj(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else _EMPTY
+
+
+def _get(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, dict) else None
+
+
+def _truthy(value: Any) -> bool:
+    """JavaScript truthiness of a JSON value (never raises)."""
+    if value is None or value is False:
+        return False
+    if value is True:
+        return True
+    if isinstance(value, str):
+        return value != ""
+    if isinstance(value, (int, float)):
+        return value == value and value != 0  # NaN and 0 are falsy
+    return True
+
+
+CALL_IDENTITY_CONFLICT = "call_identity_conflict"
+CANONICAL_ARGS_HASH_CONFLICT = "canonical_args_hash_conflict"
+DISPATCH_IDENTITY_CONFLICT = "dispatch_identity_conflict"
+RECOVERY_MODE_UNSUPPORTED = "recovery_mode_unsupported"
+RECONCILE_FACT_INVALID = "reconcile_fact_invalid"
+DECISION_FACT_INVALID = "decision_fact_invalid"
+RECOVERY_FACT_IDENTITY_CONFLICT = "recovery_fact_identity_conflict"
+OPERATION_IDENTITY_CONFLICT = "operation_identity_conflict"
+OUTCOME_REQUIRED = "outcome_required"
+OUTCOME_IDENTITY_CONFLICT = "outcome_identity_conflict"
+OUTCOME_NOT_SUCCESSFUL = "outcome_not_successful"
+OUTCOME_REFERENCE_CONFLICT = "outcome_reference_conflict"
+OUTCOME_FOR_PARKED = "outcome_for_parked"
+RECONCILE_DECISION_CONFLICT = "reconcile_decision_conflict"
+EVIDENCE_ORDER_CONFLICT = "evidence_order_conflict"
+RECOVERY_FACT_SHAPE_CONFLICT = "recovery_fact_shape_conflict"
+EVENT_ORDER_CONFLICT = "event_order_conflict"
+
+MATCHES_EXPECTED_STATE = "matches_expected_state"
+
+
+@dataclass(frozen=True, slots=True)
+class OperationIdentity:
+    """The §5.3 operation identity tuple."""
+
+    operation_id: str
+    invocation_id: str
+    run_id: str
+    turn_id: str
+    provider_tool_call_id: str
+    tool_name: str
+    canonical_args_hash: str
+    recovery_mode: str
+    call_event_id: str
+    dispatch_event_id: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "operationId": self.operation_id,
+            "invocationId": self.invocation_id,
+            "runId": self.run_id,
+            "turnId": self.turn_id,
+            "providerToolCallId": self.provider_tool_call_id,
+            "toolName": self.tool_name,
+            "canonicalArgsHash": self.canonical_args_hash,
+            "recoveryMode": self.recovery_mode,
+            "callEventId": self.call_event_id,
+            "dispatchEventId": self.dispatch_event_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BundleValidation:
+    """§5.3 result: ``ok`` with the decoded reconcile/decision payloads, or the failing ``code``."""
+
+    ok: bool
+    code: str | None = None
+    reconcile: Mapping[str, Any] | None = None
+    decision: Mapping[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.ok:
+            return {"ok": True, "reconcile": self.reconcile, "decision": self.decision}
+        return {"ok": False, "code": self.code}
+
+
+@dataclass(frozen=True, slots=True)
+class Interpretation:
+    """§5.4 result. ``kind`` is ``absent``, ``corruption`` (with ``code``) or ``valid``.
+
+    For ``valid``: ``disposition`` (``completed``/``parked``), the decoded payloads and the
+    events themselves (``outcome_event`` only when the operation has a response).
+    """
+
+    kind: Literal["absent", "corruption", "valid"]
+    code: str | None = None
+    disposition: str | None = None
+    reconcile: Mapping[str, Any] | None = None
+    decision: Mapping[str, Any] | None = None
+    reconcile_event: Mapping[str, Any] | None = None
+    decision_event: Mapping[str, Any] | None = None
+    outcome_event: Mapping[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.kind == "absent":
+            return {"kind": "absent"}
+        if self.kind == "corruption":
+            return {"kind": "corruption", "code": self.code}
+        out: dict[str, Any] = {
+            "kind": "valid",
+            "disposition": self.disposition,
+            "reconcile": self.reconcile,
+            "decision": self.decision,
+            "reconcileEventId": _get(self.reconcile_event, "id"),
+            "decisionEventId": _get(self.decision_event, "id"),
+        }
+        if self.outcome_event is not None:
+            out["outcomeEventId"] = _get(self.outcome_event, "id")
+        return out
+
+
+ABSENT = Interpretation("absent")
+
+
+def _has_execution_identity(event: Mapping[str, Any], identity: OperationIdentity) -> bool:
+    return (
+        not _truthy(event.get("partial"))
+        and event.get("invocationId", _MISSING) == identity.invocation_id
+        and event.get("runId", _MISSING) == identity.run_id
+        and event.get("turnId", _MISSING) == identity.turn_id
+    )
+
+
+def _refs_match(event: Mapping[str, Any], identity: OperationIdentity) -> bool:
+    refs = _obj(event.get("refs"))
+    return (
+        refs.get("operationId", _MISSING) == identity.operation_id
+        and refs.get("toolCallId", _MISSING) == identity.provider_tool_call_id
+    )
+
+
+def _decode_fact(event: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    """The decoded payload of ``event``'s ``actions.toolRecovery`` when valid and of ``kind``."""
+    envelope = _obj(event.get("actions")).get("toolRecovery", _MISSING)
+    if envelope is _MISSING:
+        return None
+    try:
+        decoded = decode_tool_recovery(envelope)
+    except Exception:  # §5.3 checks 5/6: an invalid envelope is a code, never a crash
+        return None
+    if not isinstance(decoded, dict) or decoded.get("kind") != kind:
+        return None
+    payload = decoded.get("payload")
+    return payload if isinstance(payload, dict) else None
 
 
 def _fail(code: str) -> BundleValidation:
@@ -275,13 +444,3 @@ def interpret_operation(op: Any, event_order: Mapping[str, int]) -> Interpretati
         decision_event=decision_event,
         outcome_event=response,
     )
-
-
-__all__ = [
-    "BundleValidation",
-    "Interpretation",
-    "OperationIdentity",
-    "identity_from_scanned_operation",
-    "interpret_operation",
-    "validate_recovery_bundle",
-]

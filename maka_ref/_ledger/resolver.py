@@ -26,7 +26,12 @@ from typing import Any, Iterable, Sequence
 
 from maka_ref._events.constants import T1_PROTOCOL
 from maka_ref._ledger.bundle import interpret_operation
-from maka_ref._ledger.results import Decision, Resolution, ResolverIssue, ScannedOperation
+from maka_ref._ledger.results import (
+    Decision,
+    Resolution,
+    ResolverIssue,
+    ScannedOperation,
+)
 from maka_ref._ledger.scanner import LedgerScanner, as_event_sequence
 
 PROTOCOL_MARKER_INVALID = "protocol_marker_invalid"

@@ -180,211 +180,207 @@ class LedgerScanner:
         return issues[0] if issues else None
 
     def feed(self, events: Iterable[Any]) -> None:
-        """Scan the next entries of the ledger (§4.3 steps 1–8 for each, in order)."""
-        markers = self.markers
-        operations = self._operations
-        add_issue = self._issues.append
-        seen = self._seen
-        seen_add = seen.add
-        by_call = self._by_call
-        by_operation = self._by_operation
-        spines = self._spines
-        spine_conflict = self._spine_conflict
-        lane_of = lane_of_parts
-        str_ = str
-        dict_ = dict
+        """Scan the next entries of the ledger: §4.3 steps 1–8 for each entry, in order.
 
+        Each entry is first *admitted* (an object with a usable id, not seen before, on its
+        invocation's spine, on a lane); an ordinary event stops there. A tool fact is then
+        grouped by its lane: the call (step 5), the dispatch (step 6), the response (step 7),
+        or a recovery fact (step 8).
+        """
+        admit = self._admit
         for e in events:
-            if not isinstance(e, dict_):
-                add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, None))
+            lane = admit(e)
+            if lane is ORDINARY or lane is None:
                 continue
-            get = e.get
-            eid = get("id")
-            actions = get("actions")
-            if (
-                markers is not None
-                and actions is not None
-                and isinstance(actions, dict_)
-                and "runtimeProtocol" in actions
-            ):
-                markers.append(eid if isinstance(eid, str_) else None)
-            if eid is not None and not isinstance(eid, str_) or eid is None and "id" in e:
-                add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, None))
-                continue
-            # Step 1: duplicate ids are skipped entirely (read side never dedups).
-            if eid in seen:
-                add_issue(ToolLedgerIssue(DUPLICATE_EVENT_ID, eid))
-                continue
-            seen_add(eid)
-            inv = get("invocationId")
-            sid = get("sessionId")
-            rid = get("runId")
-            tid = get("turnId")
-            content = get("content")
-            if (
-                isinstance(inv, str_)
-                and isinstance(sid, str_)
-                and isinstance(rid, str_)
-                and isinstance(tid, str_)
-            ) or _absent_or_strings(e, inv, sid, rid, tid):
-                # Step 2: the invocation's spine; the first recorded spine is kept.
-                spine = spines.get(inv)
-                if spine is None:
-                    spines[inv] = (sid, rid, tid)
-                elif spine != (sid, rid, tid):
-                    add_issue(ToolLedgerIssue(INVOCATION_IDENTITY_CONFLICT, eid))
-                    spine_conflict = True
-                # Step 3: lane check.
-                lane = lane_of(e, content, actions)
-            else:
-                lane = CONFLICT
-            if lane is ORDINARY:  # lanes are the module's constants
-                continue  # step 4 (partial) and ordinary events: nothing to group
-            if lane is CONFLICT:
-                add_issue(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, eid))
-                continue
-            calls = by_call.get(inv)
-            if calls is None:
-                calls = by_call[inv] = {}
-
+            calls = self._calls_of(e.get("invocationId"))
             if lane is FUNCTION_CALL:
-                # Step 5.
-                call_id = content.get("id")
-                name = content.get("name")
-                op = calls.get(call_id)
-                if op is None:
-                    op = ScannedOperation(call_id, name, None, e)
-                    calls[call_id] = op
-                    operations.append(op)
-                elif op.call_event is None:
-                    op.call_event = e
-                    if op.tool_name != name:
-                        issue = ToolLedgerIssue(IDENTITY_CONFLICT, eid, op.operation_id or None, call_id)
-                        add_issue(issue)
-                        op.issues.append(issue)
-                else:
-                    issue = ToolLedgerIssue(DUPLICATE_CALL, eid, op.operation_id or None, call_id)
-                    add_issue(issue)
-                    op.issues.append(issue)
-                continue
-
-            if lane is TOOL_DISPATCH:
-                # Step 6.
-                t = actions["toolDispatch"]
-                t_op = t.get("operationId")
-                t_call = t.get("providerToolCallId")
-                t_name = t.get("toolName")
-                op = calls.get(t_call)
-                if op is None:
-                    op = ScannedOperation(t_call, t_name, t_op, None, e)
-                    calls[t_call] = op
-                    operations.append(op)
-                    issue = ToolLedgerIssue(EVENT_ORDER_CONFLICT, eid, t_op, t_call)
-                    add_issue(issue)
-                    op.issues.append(issue)
-                elif op.dispatch_event is not None:
-                    issue = ToolLedgerIssue(DUPLICATE_DISPATCH, eid, t_op, t_call)
-                    add_issue(issue)
-                    op.issues.append(issue)
-                    continue
-                bound = by_operation.get(t_op)
-                if bound is not None and bound is not op:
-                    issue = ToolLedgerIssue(DUPLICATE_OPERATION, eid, t_op, t_call)
-                    add_issue(issue)
-                    bound.issues.append(issue)
-                    op.issues.append(issue)
-                    continue
-                op.operation_id = t_op
-                op.dispatch_event = e
-                by_operation[t_op] = op
-                refs = get("refs")  # the lane guarantees an object holding both keys
-                call_event = op.call_event
-                if (
-                    op.tool_name != t_name
-                    or refs["operationId"] != t_op
-                    or refs["toolCallId"] != t_call
-                    or (call_event is not None and spine_conflict and not _same_execution(call_event, e))
-                ):
-                    issue = ToolLedgerIssue(IDENTITY_CONFLICT, eid, t_op, t_call)
-                    add_issue(issue)
-                    op.issues.append(issue)
-                if call_event is not None:
-                    if _hash_of_call(call_event) != t.get("canonicalArgsHash"):
-                        issue = ToolLedgerIssue(CANONICAL_ARGS_HASH_CONFLICT, eid, t_op, t_call)
-                        add_issue(issue)
-                        op.issues.append(issue)
-                response = op.response_event
-                if response is not None:
-                    issue = ToolLedgerIssue(EVENT_ORDER_CONFLICT, eid, t_op, t_call)
-                    add_issue(issue)
-                    op.issues.append(issue)
-                    rrefs = _refs_of(response)
-                    if (
-                        rrefs.get("operationId", _MISSING) != t_op
-                        or rrefs.get("toolCallId", _MISSING) != t_call
-                        or not _same_execution(e, response)
-                    ):
-                        issue = ToolLedgerIssue(IDENTITY_CONFLICT, response.get("id"), t_op, t_call)
-                        add_issue(issue)
-                        op.issues.append(issue)
-                continue
-
-            if lane is FUNCTION_RESPONSE:
-                # Step 7.
-                call_id = content.get("id")
-                name = content.get("name")
-                op = calls.get(call_id)
-                if op is None:
-                    op = ScannedOperation(call_id, name, None, None, None, e)
-                    calls[call_id] = op
-                    operations.append(op)
-                    issue = ToolLedgerIssue(ORPHAN_RESPONSE, eid, None, call_id)
-                    add_issue(issue)
-                    op.issues.append(issue)
-                    continue
-                if op.response_event is not None:
-                    issue = ToolLedgerIssue(DUPLICATE_RESPONSE, eid, op.operation_id or None, call_id)
-                    add_issue(issue)
-                    op.issues.append(issue)
-                    continue
-                op.response_event = e
-                call_event = op.call_event
-                bad = (
-                    op.tool_name != name
-                    or call_event is None
-                    or (spine_conflict and not _same_execution(call_event, e))
-                )
-                if not bad and op.operation_id is not None:
-                    refs = _refs_of(e)
-                    bad = (
-                        refs.get("operationId", _MISSING) != op.operation_id
-                        or refs.get("toolCallId", _MISSING) != op.tool_call_id
-                    )
-                if bad:
-                    issue = ToolLedgerIssue(IDENTITY_CONFLICT, eid, op.operation_id or None, call_id)
-                    add_issue(issue)
-                    op.issues.append(issue)
-                continue
-
-            # Step 8: reconcile_result / recovery_decision bind by payload.operationId.
-            payload_op = actions["toolRecovery"]["payload"].get("operationId")
-            op = by_operation.get(payload_op)
-            if op is None:
-                ref_call = _refs_of(e).get("toolCallId")
-                add_issue(
-                    ToolLedgerIssue(
-                        EVENT_ORDER_CONFLICT,
-                        eid,
-                        payload_op,
-                        ref_call if isinstance(ref_call, str) and ref_call else None,
-                    )
-                )
-            elif lane is RECONCILE_RESULT:
-                op.reconcile_events.append(e)
+                self._group_call(e, calls)
+            elif lane is TOOL_DISPATCH:
+                self._group_dispatch(e, calls)
+            elif lane is FUNCTION_RESPONSE:
+                self._group_response(e, calls)
             else:
-                op.decision_events.append(e)
+                self._bind_recovery_fact(e, lane)
 
-        self._spine_conflict = spine_conflict
+    # -- admission: steps 1-4 --------------------------------------------------------------
+    def _admit(self, e: Any) -> str | None:
+        """Steps 1–4 for one entry (1: a new id; 2: the invocation's spine; 3–4: the lane): the lane of a tool fact, ``ORDINARY`` for an event with
+        nothing to group, ``None`` for an entry that was reported and is skipped.
+
+        Outside the well-typed domain (not an object, an ill-typed id) the entry is a global
+        ``semantic_lane_conflict``. The resolver's marker rule rides on this read of
+        ``actions`` (see the class docstring)."""
+        if not isinstance(e, dict):
+            self._issues.append(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, None))
+            return None
+        get = e.get
+        eid = get("id")
+        actions = get("actions")
+        markers = self.markers
+        if markers is not None and actions is not None and isinstance(actions, dict) and "runtimeProtocol" in actions:
+            markers.append(eid if isinstance(eid, str) else None)
+        if eid is not None and not isinstance(eid, str) or eid is None and "id" in e:
+            self._issues.append(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, None))
+            return None
+        # Step 1: duplicate ids are skipped entirely (read side never dedups).
+        seen = self._seen
+        if eid in seen:
+            self._issues.append(ToolLedgerIssue(DUPLICATE_EVENT_ID, eid))
+            return None
+        seen.add(eid)
+        inv = get("invocationId")
+        sid = get("sessionId")
+        rid = get("runId")
+        tid = get("turnId")
+        if (
+            isinstance(inv, str) and isinstance(sid, str) and isinstance(rid, str) and isinstance(tid, str)
+        ) or _absent_or_strings(e, inv, sid, rid, tid):
+            # Step 2: the invocation's spine; the first recorded spine is kept.
+            spine = self._spines.get(inv)
+            if spine is None:
+                self._spines[inv] = (sid, rid, tid)
+            elif spine != (sid, rid, tid):
+                self._issues.append(ToolLedgerIssue(INVOCATION_IDENTITY_CONFLICT, eid))
+                self._spine_conflict = True
+            # Step 3: the lane (step 4, partial events, is part of it: they are ordinary).
+            lane = lane_of_parts(e, get("content"), actions)
+        else:
+            lane = CONFLICT
+        if lane is CONFLICT:
+            self._issues.append(ToolLedgerIssue(SEMANTIC_LANE_CONFLICT, eid))
+            return None
+        return lane
+
+    def _calls_of(self, inv: Any) -> dict[Any, ScannedOperation]:
+        """The invocation's tool calls by provider call id (calls are keyed by the pair)."""
+        calls = self._by_call.get(inv)
+        if calls is None:
+            calls = self._by_call[inv] = {}
+        return calls
+
+    def _report(self, op: ScannedOperation, code: str, eid: Any, operation_id: Any, call_id: Any) -> None:
+        """One issue, in the scan's list and on the operation it concerns."""
+        issue = ToolLedgerIssue(code, eid, operation_id, call_id)
+        self._issues.append(issue)
+        op.issues.append(issue)
+
+    # -- grouping: steps 5-8 ---------------------------------------------------------------
+    def _group_call(self, e: dict, calls: dict[Any, ScannedOperation]) -> None:
+        """Step 5: a function_call opens its operation, or completes one its dispatch opened."""
+        content = e["content"]
+        call_id = content.get("id")
+        name = content.get("name")
+        op = calls.get(call_id)
+        if op is None:
+            op = ScannedOperation(call_id, name, None, e)
+            calls[call_id] = op
+            self._operations.append(op)
+        elif op.call_event is None:
+            op.call_event = e
+            if op.tool_name != name:
+                self._report(op, IDENTITY_CONFLICT, e.get("id"), op.operation_id or None, call_id)
+        else:
+            self._report(op, DUPLICATE_CALL, e.get("id"), op.operation_id or None, call_id)
+
+    def _group_dispatch(self, e: dict, calls: dict[Any, ScannedOperation]) -> None:
+        """Step 6: a tool dispatch binds its operation id to the call and checks it against
+        the call (name, refs, same execution, args hash) and against an earlier response."""
+        eid = e.get("id")
+        t = e["actions"]["toolDispatch"]
+        t_op = t.get("operationId")
+        t_call = t.get("providerToolCallId")
+        t_name = t.get("toolName")
+        op = calls.get(t_call)
+        if op is None:
+            op = ScannedOperation(t_call, t_name, t_op, None, e)
+            calls[t_call] = op
+            self._operations.append(op)
+            self._report(op, EVENT_ORDER_CONFLICT, eid, t_op, t_call)
+        elif op.dispatch_event is not None:
+            self._report(op, DUPLICATE_DISPATCH, eid, t_op, t_call)
+            return
+        bound = self._by_operation.get(t_op)
+        if bound is not None and bound is not op:
+            issue = ToolLedgerIssue(DUPLICATE_OPERATION, eid, t_op, t_call)
+            self._issues.append(issue)
+            bound.issues.append(issue)
+            op.issues.append(issue)
+            return
+        op.operation_id = t_op
+        op.dispatch_event = e
+        self._by_operation[t_op] = op
+        refs = e["refs"]  # the lane guarantees an object holding both keys
+        call_event = op.call_event
+        if (
+            op.tool_name != t_name
+            or refs["operationId"] != t_op
+            or refs["toolCallId"] != t_call
+            or (call_event is not None and self._spine_conflict and not _same_execution(call_event, e))
+        ):
+            self._report(op, IDENTITY_CONFLICT, eid, t_op, t_call)
+        if call_event is not None and _hash_of_call(call_event) != t.get("canonicalArgsHash"):
+            self._report(op, CANONICAL_ARGS_HASH_CONFLICT, eid, t_op, t_call)
+        response = op.response_event
+        if response is not None:
+            self._report(op, EVENT_ORDER_CONFLICT, eid, t_op, t_call)
+            rrefs = _refs_of(response)
+            if (
+                rrefs.get("operationId", _MISSING) != t_op
+                or rrefs.get("toolCallId", _MISSING) != t_call
+                or not _same_execution(e, response)
+            ):
+                self._report(op, IDENTITY_CONFLICT, response.get("id"), t_op, t_call)
+
+    def _group_response(self, e: dict, calls: dict[Any, ScannedOperation]) -> None:
+        """Step 7: a function_response settles its call's operation (or is an orphan) and
+        must match the call's name, execution and, once dispatched, the operation refs."""
+        eid = e.get("id")
+        content = e["content"]
+        call_id = content.get("id")
+        name = content.get("name")
+        op = calls.get(call_id)
+        if op is None:
+            op = ScannedOperation(call_id, name, None, None, None, e)
+            calls[call_id] = op
+            self._operations.append(op)
+            self._report(op, ORPHAN_RESPONSE, eid, None, call_id)
+            return
+        if op.response_event is not None:
+            self._report(op, DUPLICATE_RESPONSE, eid, op.operation_id or None, call_id)
+            return
+        op.response_event = e
+        call_event = op.call_event
+        bad = (
+            op.tool_name != name
+            or call_event is None
+            or (self._spine_conflict and not _same_execution(call_event, e))
+        )
+        if not bad and op.operation_id is not None:
+            refs = _refs_of(e)
+            bad = (
+                refs.get("operationId", _MISSING) != op.operation_id
+                or refs.get("toolCallId", _MISSING) != op.tool_call_id
+            )
+        if bad:
+            self._report(op, IDENTITY_CONFLICT, eid, op.operation_id or None, call_id)
+
+    def _bind_recovery_fact(self, e: dict, lane: str) -> None:
+        """Step 8: a reconcile_result or recovery_decision binds by ``payload.operationId``
+        to an operation already dispatched; otherwise it is out of order."""
+        payload_op = e["actions"]["toolRecovery"]["payload"].get("operationId")
+        op = self._by_operation.get(payload_op)
+        if op is None:
+            ref_call = _refs_of(e).get("toolCallId")
+            self._issues.append(
+                ToolLedgerIssue(
+                    EVENT_ORDER_CONFLICT, e.get("id"), payload_op,
+                    ref_call if isinstance(ref_call, str) and ref_call else None,
+                )
+            )
+        elif lane is RECONCILE_RESULT:
+            op.reconcile_events.append(e)
+        else:
+            op.decision_events.append(e)
 
 
 __all__ = ["LedgerScanner", "scan_tool_ledger"]

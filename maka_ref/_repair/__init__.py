@@ -13,6 +13,10 @@ end: the terminal RuntimeEvent first, then the terminal header (§4.1). Modules:
 * :mod:`.report`    — the camelCase report.
 
 Choices: docs/choices/repair.md.
+
+May import: ``maka_ref._codec``, ``maka_ref._events``, ``maka_ref._plan.continuation``,
+``maka_ref._store.agent_runs``, ``maka_ref._store.engine``, ``maka_ref._store.errors``,
+``maka_ref._store.runtime_store``, ``maka_ref._store.workspace``, ``maka_ref._store.writers``.
 """
 
 from maka_ref._repair.claims import NO_CLAIM_SAGA, ClaimAuthorityUnavailable, ClaimSaga, ClaimSagaContext, ClaimSagaOutcome

@@ -51,10 +51,10 @@ from maka_ref._plan.continuation.terminal import classify_terminal, header_match
 from maka_ref._repair.claims import ClaimAuthorityUnavailable, ClaimSagaContext, ClaimSagaOutcome
 from maka_ref._repair.report import RunRepair, SkippedRun
 from maka_ref._repair.terminal import header_patch, recovered_terminal_event
-from maka_ref._store.continuation_claims import ClaimRecord
+from maka_ref._store.writers.continuation import ClaimRecord
 from maka_ref._store.errors import StoreError
-from maka_ref._store.failpoints import failpoint
-from maka_ref._store.faults import STORE_FAULT_CODES
+from maka_ref._store.engine.failpoints import failpoint
+from maka_ref._store.engine.faults import STORE_FAULT_CODES
 
 __all__ = [
     "ABANDONED",

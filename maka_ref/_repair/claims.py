@@ -30,7 +30,7 @@ from maka_ref._store.errors import StoreError
 
 if TYPE_CHECKING:
     from maka_ref._repair.report import RunRepair, SkippedRun
-    from maka_ref._store.agent_runs import AgentRunStore
+    from maka_ref._store.agent_runs.store import AgentRunStore
     from maka_ref._store.runtime_store import RuntimeStore
 
 __all__ = ["NO_CLAIM_SAGA", "ClaimAuthorityUnavailable", "ClaimSaga", "ClaimSagaContext", "ClaimSagaOutcome"]

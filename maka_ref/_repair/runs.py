@@ -39,10 +39,10 @@ from maka_ref._repair.classify import (
 from maka_ref._repair.diagnose import APP_RESTARTED, diagnose_interrupted_run
 from maka_ref._repair.report import RunRepair, SkippedRun
 from maka_ref._repair.terminal import commit_terminal, recovered_terminal_event, repair_id
-from maka_ref._store.agent_runs import AgentRunStore
+from maka_ref._store.agent_runs.store import AgentRunStore
 from maka_ref._store.errors import StoreError
-from maka_ref._store.faults import STORE_FAULT_CODES
-from maka_ref._store.run_header import is_terminal_status
+from maka_ref._store.engine.faults import STORE_FAULT_CODES
+from maka_ref._store.agent_runs.header import is_terminal_status
 from maka_ref._store.runtime_store import RuntimeStore
 
 __all__ = ["Clock", "RepairSkipped", "repair_run", "repair_terminal_header"]

@@ -19,9 +19,9 @@ from typing import Any, Final
 
 from maka_ref._codec.frozen import thaw
 from maka_ref._events.predicates import is_partial_event, terminal_run_status
-from maka_ref._store.agent_runs import AgentRunStore
+from maka_ref._store.agent_runs.store import AgentRunStore
 from maka_ref._store.errors import StoreError
-from maka_ref._store.failpoints import failpoint
+from maka_ref._store.engine.failpoints import failpoint
 from maka_ref._store.runtime_store import RuntimeStore
 
 __all__ = [

@@ -27,9 +27,9 @@ from maka_ref._repair.claim_saga import CLAIM_SAGA
 from maka_ref._repair.claims import ClaimAuthorityUnavailable, ClaimSaga, ClaimSagaContext
 from maka_ref._repair.report import RepairReport, RunRepair, SkippedRun
 from maka_ref._repair.runs import Clock, repair_run, wall_clock
-from maka_ref._store.agent_runs import AgentRunStore
-from maka_ref._store.connection import connect
-from maka_ref._store.workspace_dir import check_workspace_dir
+from maka_ref._store.agent_runs.store import AgentRunStore
+from maka_ref._store.engine.connection import connect
+from maka_ref._store.workspace.directory import check_workspace_dir
 from maka_ref._store.errors import StoreError
 from maka_ref._store.runtime_store import DB_FILE_NAME, RuntimeStore
 

@@ -12,6 +12,10 @@ below the CLI. Modules, each small and single-purpose:
 * :mod:`.tool_runtime` one tool call: preflight → T1 → implementation → T2;
 * :mod:`.run_turn`     one turn: header → user event → loop → terminal event → header;
 * :mod:`.livepoints`   the P0–P11 failpoint ids the loop reaches (and the pending ones).
+
+May import: ``maka_ref._codec``, ``maka_ref._durable``, ``maka_ref._errors``,
+``maka_ref._events``, ``maka_ref._store.agent_runs``, ``maka_ref._store.engine``,
+``maka_ref._store.runtime_store``, ``maka_ref._store.workspace``.
 """
 
 from maka_ref._runtime.effects import EFFECT_LOG_NAME, EffectLog, read_effect_log

@@ -3,7 +3,7 @@
 Why a module: the P-points are armed and announced exactly like the store's hooks
 (``MAKA_REF_FAILPOINT=P3`` → one stderr line ``MAKA_FAILPOINT P3``, then the thread blocks
 until the process is killed; ``:raise`` and ``#n`` work too), because they *are* store hooks:
-the loop calls :func:`maka_ref._store.failpoints.failpoint` with the P id at each boundary.
+the loop calls :func:`maka_ref._store.engine.failpoints.failpoint` with the P id at each boundary.
 This module only names them and records which ones the loop reaches today.
 
 Placement (full table with the committed prefixes a kill leaves: ``docs/failpoints.md``,

@@ -43,10 +43,10 @@ from maka_ref._runtime.ids import RunIds, new_seed
 from maka_ref._runtime.provider import Script, ScriptedProvider, load_script
 from maka_ref._runtime.tool_runtime import Clock, ToolCallOutcome, ToolRuntime
 from maka_ref._runtime.tools import TOOLS, Tool
-from maka_ref._store.agent_runs import AgentRunStore
-from maka_ref._store.failpoints import failpoint
+from maka_ref._store.agent_runs.store import AgentRunStore
+from maka_ref._store.engine.failpoints import failpoint
 from maka_ref._store.runtime_store import RuntimeStore
-from maka_ref._store.workspace import resolve_workspace_identity
+from maka_ref._store.workspace.identity import resolve_workspace_identity
 
 __all__ = [
     "BACKEND_KIND",

@@ -43,7 +43,7 @@ from maka_ref._runtime.ids import RunIds
 from maka_ref._runtime.paths import ConfinementError
 from maka_ref._runtime.provider import T1_PROTOCOL, ToolCallRequest
 from maka_ref._runtime.tools import TOOLS, Tool, ToolContext, ToolError
-from maka_ref._store.failpoints import failpoint
+from maka_ref._store.engine.failpoints import failpoint
 from maka_ref._store.runtime_store import RuntimeStore, T1Input, T2Input
 
 __all__ = [

@@ -61,7 +61,7 @@ from maka_ref._runtime.effects import fsync_directory as _fsync_directory
 from maka_ref._runtime.errors import RuntimeLoopError
 from maka_ref._runtime.beneath import Beneath, descend
 from maka_ref._runtime.paths import ConfinementError, confined_text, is_reserved, path_parts, refuse_hardlinked
-from maka_ref._store.failpoints import failpoint
+from maka_ref._store.engine.failpoints import failpoint
 
 __all__ = [
     "MAX_READ_BYTES",

@@ -1,39 +1,148 @@
-"""Mutable partial snapshots and text segments (spec 30 §2.2 "Partial events", §4).
+"""Partial events: their stream identity, mutable snapshots and text segments (spec 30 §2.2 "Partial events", §4).
 
 Why they exist and why they are never authority: streaming chunks are presentation state.
 They live in ``runtime_partial_snapshots`` / ``runtime_partial_segments``, are merged into
 ``read_runtime_events`` for display, and never enter immutable reads, prefixes or digests.
 The immutable final of a stream deletes its snapshot (segments go by ``ON DELETE CASCADE``).
 
-Layout: the first chunk inserts a snapshot whose payload is the chunk with empty text,
-anchored after the run's latest immutable event; later chunks only bump ``updated_at``. Text is
-appended to segments, coalescing chunks while a segment stays within 64 KiB of UTF-8.
+Stream identity (first part of the module): a partial is *streamable* only if it has no
+``status``, no ``actions`` and either text/thinking content with refs exactly
+``{providerEventId}`` (thinking without a ``signature``, text without attachments) or no
+content with refs exactly ``{toolCallId}``. The stream key is the hex SHA-256 of the JSON
+array ``[identity, sessionId, invocationId, runId, turnId, branch-or-null, role, author]``.
+The insert primitive (an immutable final deletes the snapshot it completes), the partial
+writer and the readers all derive the same key from here; this module imports nothing of the
+insert primitive, so the primitive may import it.
 
-A corrupt snapshot (bad JSON, schema failure, identity columns or stream key that disagree
-with the payload) is skipped on read, silently — it must never hide immutable events.
+Snapshots (second part): the first chunk inserts a snapshot whose payload is the chunk with
+empty text, anchored after the run's latest immutable event; later chunks only bump
+``updated_at``. Text is appended to segments, coalescing chunks while a segment stays within
+64 KiB of UTF-8. A corrupt snapshot (bad JSON, schema failure, identity columns or stream key
+that disagree with the payload) is skipped on read, silently — it must never hide immutable
+events.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 import sqlite3
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from maka_ref._codec.frozen import freeze, thaw
 from maka_ref._codec.jsontext import parse_json, stable_json
 from maka_ref._events.schema import decode_runtime_event
+from maka_ref._store.engine.rows import EVENT_COLUMNS, decode_event_row
 from maka_ref._store.errors import StoreError
-from maka_ref._store.partial_keys import PartialStream, completed_stream_key, partial_stream
-from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row
 
 __all__ = [
-    "SEGMENT_MAX_BYTES",
     "PartialSnapshot",
+    "PartialStream",
+    "SAFE_ID",
+    "SEGMENT_MAX_BYTES",
     "append_partial",
     "check_partial_batch",
+    "completed_stream_key",
+    "is_safe_id",
     "merge_partials",
+    "partial_stream",
     "read_partials",
+    "stream_key",
 ]
+
+
+#: Ids that become storage keys (§2.1 "Safe ids").
+SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+def is_safe_id(value: object) -> bool:
+    return isinstance(value, str) and SAFE_ID.fullmatch(value) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class PartialStream:
+    """A streamable partial: its ``key``, the ``text`` chunk it carries, its ``kind``."""
+
+    key: str
+    text: str
+    kind: str  # "text", "thinking" or "tool"
+
+
+def stream_key(identity: str, event: Mapping[str, Any]) -> str:
+    """Hex SHA-256 of the stable JSON array that names one presentation stream."""
+    branch = event.get("branch")
+    parts = [
+        identity,
+        event.get("sessionId"),
+        event.get("invocationId"),
+        event.get("runId"),
+        event.get("turnId"),
+        branch if isinstance(branch, str) else None,
+        event.get("role"),
+        event.get("author"),
+    ]
+    return hashlib.sha256(stable_json(parts).encode("utf-8")).hexdigest()
+
+
+def _refs_exactly(event: Mapping[str, Any], key: str) -> str | None:
+    refs = event.get("refs")
+    if not isinstance(refs, Mapping) or len(refs) != 1:
+        return None
+    value = refs.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def partial_stream(event: Mapping[str, Any]) -> PartialStream | None:
+    """The stream of a streamable partial event, else None (non-streamable partials are
+    stored as ordinary immutable rows, like the reference implementation does)."""
+    if event.get("partial") is not True or "status" in event or "actions" in event:
+        return None
+    content = event.get("content")
+    if content is None:
+        call_id = _refs_exactly(event, "toolCallId")
+        if call_id is None:
+            return None
+        return PartialStream(stream_key(f"tool:call:{call_id}", event), "", "tool")
+    if not isinstance(content, Mapping):
+        return None
+    kind = content.get("kind")
+    if kind == "text" and "attachments" in content:
+        return None
+    if kind == "thinking" and "signature" in content:
+        return None
+    if kind not in ("text", "thinking"):
+        return None
+    provider_id = _refs_exactly(event, "providerEventId")
+    if provider_id is None:
+        return None
+    text = content.get("text")
+    return PartialStream(stream_key(f"{kind}:provider:{provider_id}", event), text if isinstance(text, str) else "", kind)
+
+
+def completed_stream_key(event: Mapping[str, Any]) -> str | None:
+    """The stream an immutable final completes: non-partial text/thinking with a provider
+    event id, or a function_response with a ``toolCallId`` ref."""
+    if event.get("partial") is True:
+        return None
+    content = event.get("content")
+    if not isinstance(content, Mapping):
+        return None
+    refs = event.get("refs")
+    refs = refs if isinstance(refs, Mapping) else {}
+    kind = content.get("kind")
+    if kind in ("text", "thinking"):
+        provider_id = refs.get("providerEventId")
+        if isinstance(provider_id, str) and provider_id:
+            return stream_key(f"{kind}:provider:{provider_id}", event)
+        return None
+    if kind == "function_response":
+        call_id = refs.get("toolCallId")
+        if isinstance(call_id, str) and call_id:
+            return stream_key(f"tool:call:{call_id}", event)
+    return None
+
 
 #: Segments coalesce chunks up to this many UTF-8 bytes (a single larger chunk stays whole).
 SEGMENT_MAX_BYTES = 64 * 1024

@@ -21,10 +21,14 @@ from maka_ref._codec.frozen import freeze
 from maka_ref._codec.jsontext import parse_json, stable_json
 from maka_ref._ledger.bundle import interpret_operation
 from maka_ref._ledger.scanner import scan_tool_ledger
+from maka_ref._store.engine.gc_pause import cyclic_gc_paused
+from maka_ref._store.engine.rows import EVENT_COLUMNS, decode_event_row
 from maka_ref._store.errors import StoreError
-from maka_ref._store.gc_pause import cyclic_gc_paused
-from maka_ref._store.records import RebuildReport, ToolJournalRecord, ToolOperationRecord
-from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row
+from maka_ref._store.records import (
+    RebuildReport,
+    ToolJournalRecord,
+    ToolOperationRecord,
+)
 
 __all__ = [
     "OPERATION_COLUMNS",

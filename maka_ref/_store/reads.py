@@ -5,7 +5,7 @@ payload is the fact; a disagreement means the file was edited outside the writer
 fail closed rather than attribute an event to the wrong run. Partial snapshots are merged only
 into presentation reads, never into immutable reads or prefixes (they would change digests).
 
-Immutable prefixes reuse ``maka_ref._plan.prefix.build_immutable_prefix`` (one definition of
+Immutable prefixes reuse ``maka_ref._plan.prefix.immutable.build_immutable_prefix`` (one definition of
 the v1 prefix digest); the store adds the spec's read-side messages for an empty prefix and an
 unavailable high-water.
 """
@@ -19,11 +19,14 @@ from typing import Any, Callable
 from maka_ref._codec.frozen import FrozenDict
 from maka_ref._codec.jsontext import stable_json
 from maka_ref._errors import PrefixError
-from maka_ref._plan.prefix import ImmutableRuntimePrefix, build_immutable_prefix
+from maka_ref._plan.prefix.immutable import (
+    ImmutableRuntimePrefix,
+    build_immutable_prefix,
+)
+from maka_ref._store.engine.rows import EVENT_COLUMNS, decode_event_row
 from maka_ref._store.errors import StoreError
-from maka_ref._store.insert import steering_events
+from maka_ref._store.insert.primitive import steering_events
 from maka_ref._store.partials import merge_partials, read_partials
-from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row
 
 __all__ = [
     "ScanBudget",

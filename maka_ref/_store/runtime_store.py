@@ -9,7 +9,7 @@ the pragmas, migrates (§1.3), checks capabilities (§1.4) and runs the full hea
 (§2.1) whose result is cached (a corrupt ledger does not fail the open; it fails tool-bearing
 writes). Before any of that, the writer refuses a damaged store: its files are checked
 (no links, regular files, no empty main file beside a WAL) and ``PRAGMA integrity_check``
-must answer ``ok`` (:mod:`maka_ref._store.faults`, ``database_corrupt``); busy, read-only and
+must answer ``ok`` (:mod:`maka_ref._store.engine.faults`, ``database_corrupt``); busy, read-only and
 full stores are ``store_busy`` / ``store_read_only`` / ``storage_full``. The read-only open
 never creates or migrates anything.
 
@@ -27,12 +27,24 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from maka_ref._codec.frozen import FrozenDict
-from maka_ref._plan.prefix import ImmutableRuntimePrefix
-from maka_ref._store import continuation_claims, conversation_copy, generic, projections, reads, tool_writers
-from maka_ref._store.connection import connect, is_busy_error, read_transaction, write_transaction
+from maka_ref._plan.prefix.immutable import ImmutableRuntimePrefix
+from maka_ref._store import projections, reads
+from maka_ref._store.writers import continuation as continuation_claims
+from maka_ref._store.engine.connection import (
+    connect,
+    is_busy_error,
+    read_transaction,
+    write_transaction,
+)
+from maka_ref._store.engine.faults import check_integrity, store_faults_coded
+from maka_ref._store.engine.schema import (
+    check_capabilities,
+    check_read_only_version,
+    migrate,
+    read_user_version,
+)
 from maka_ref._store.errors import StoreError
-from maka_ref._store.faults import check_integrity, store_faults_coded
-from maka_ref._store.health import HealthGate
+from maka_ref._store.insert.health import HealthGate
 from maka_ref._store.partials import check_partial_batch
 from maka_ref._store.records import (
     AppendResult,
@@ -41,8 +53,10 @@ from maka_ref._store.records import (
     ToolJournalRecord,
     ToolOperationRecord,
 )
-from maka_ref._store.schema import check_capabilities, check_read_only_version, migrate, read_user_version
-from maka_ref._store.tool_writers import T1Input, T2Input
+from maka_ref._store.writers import conversation_copy, generic
+from maka_ref._store.writers import bundle as bundle_writer
+from maka_ref._store.writers import tool as tool_writers
+from maka_ref._store.writers.tool import T1Input, T2Input
 
 __all__ = [
     "DB_FILE_NAME",
@@ -265,9 +279,9 @@ class RuntimeStore:
     def commit_tool_recovery_bundle(
         self, operation_id: str, reconcile: Any, decision: Any, outcome: Any = None
     ) -> None:
-        bundle = tool_writers.prepare_bundle(operation_id, reconcile, decision, outcome)
+        bundle = bundle_writer.prepare_bundle(operation_id, reconcile, decision, outcome)
         with self.write() as conn:
-            tool_writers.commit_bundle(conn, self._gate, bundle)
+            bundle_writer.commit_bundle(conn, self._gate, bundle)
 
     # -- projections (§3) -------------------------------------------------------------------
 

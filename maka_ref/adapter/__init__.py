@@ -18,6 +18,10 @@ Modules (each small, private):
 * :mod:`._params`, :mod:`._errors` typed params and protocol error values.
 
 Nothing here imports ``conformance`` or ``crashlab``.
+
+May import: ``maka_ref._codec``, ``maka_ref._continuation``, ``maka_ref._inspect``,
+``maka_ref._ledger``, ``maka_ref._plan.phase0``, ``maka_ref._plan.prefix``,
+``maka_ref._repair``, ``maka_ref._runtime``, ``maka_ref._store``.
 """
 
 from maka_ref.adapter._dispatch import CAPABILITIES, PROTOCOL_VERSION

@@ -2,7 +2,7 @@
 
 Why through the store's registry: every failpoint the reference knows — the live P0–P11, the
 store hooks inside write transactions, the continuation crash points of spec 20 §4.9 — is
-reached by a call of :func:`maka_ref._store.failpoints.failpoint` (the continuation sites call
+reached by a call of :func:`maka_ref._store.engine.failpoints.failpoint` (the continuation sites call
 it before their own ``MAKA_RUNTIME_CONTINUATION_FAILPOINT`` check). So arming that registry
 with the ``block`` action and registering one announcer covers all of them: the announcer
 writes ``{"failpoint": "<id>"}`` on the protocol stdout (flushed) and the registry then blocks
@@ -29,7 +29,7 @@ import signal
 from typing import Any, Callable, Mapping
 
 from maka_ref._runtime.livepoints import CONTINUATION_FAILPOINTS, LIVE_FAILPOINTS, NON_LOOP_FAILPOINTS
-from maka_ref._store import failpoints as registry
+from maka_ref._store.engine import failpoints as registry
 from maka_ref.adapter._errors import OpError, invalid_params
 from maka_ref.adapter._params import opt_int, req
 

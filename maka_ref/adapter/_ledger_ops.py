@@ -37,8 +37,8 @@ from maka_ref import (
     validate_transition,
 )
 from maka_ref._ledger.bundle import OperationIdentity
-from maka_ref._plan.prefix import build_immutable_prefix
-from maka_ref._plan.segment_replay import build_composite_replay_plan, build_segment_replay
+from maka_ref._plan.prefix.immutable import build_immutable_prefix
+from maka_ref._plan.prefix.replay import build_composite_replay_plan, build_segment_replay
 
 __all__ = ["REQUIRED_KEYS", "VECTOR_RUNNERS", "run_vector_operation"]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from maka_ref._store import RuntimeStore, StoreError, T1Input, T2Input
-from maka_ref._store.agent_runs import AgentRunStore
+from maka_ref._store.agent_runs.store import AgentRunStore
 from maka_ref.adapter._errors import OpError
 from maka_ref.adapter._params import opt_bool, opt_str, req, req_int, req_object, req_str, workspace
 from maka_ref.adapter._workspace import owned_workspace

@@ -11,4 +11,7 @@ Importing this package imports nothing heavy; each helper module is imported on 
 * :mod:`maka_ref.testing.process_race` and :mod:`maka_ref.testing.race_worker`: the
   multi-process race harness of spec 30 §7 (start-file barrier, timeouts, reaping).
 * :mod:`maka_ref.testing.workspace_baseline`: the spec 30 §6.2 workspace-baseline fixture.
+
+May import: ``maka_ref._codec``, ``maka_ref._events``, ``maka_ref._plan.prefix``,
+``maka_ref._store``.
 """

@@ -174,8 +174,8 @@ def continuation_claim(
 ) -> dict[str, Any]:
     """A ``continuation_claim_v1`` over the store's current prefix of ``source_run`` (session-1),
     target ``(invocation, run, turn)``; ``ancestors`` are older segments (JSON or objects)."""
-    from maka_ref._plan.digests import provider_replay_digest
-    from maka_ref._plan.prefix import build_boundary_cursor, segment_of
+    from maka_ref._plan.prefix.digests import provider_replay_digest
+    from maka_ref._plan.prefix.immutable import build_boundary_cursor, segment_of
 
     source = segment_of(store.read_immutable_prefix("session-1", source_run, up_to))
     boundary = build_boundary_cursor([*ancestors, source])

@@ -110,7 +110,7 @@ def _open(mode: str, db: Path) -> list[Any]:
     stores = [RuntimeStore.open(db.parent)]
     if mode == "operational_open_only":
         # The product's operational owner opens both scopes of the same file (spec 30 §1.1).
-        from maka_ref._store.agent_runs import AgentRunStore
+        from maka_ref._store.agent_runs.store import AgentRunStore
 
         try:
             stores.append(AgentRunStore.open(db.parent))

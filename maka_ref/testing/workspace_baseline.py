@@ -11,7 +11,7 @@ the upstream fixture's (read, not copied): repository ``1``Ã—32, instance ``4``Ã
 
 from __future__ import annotations
 
-from maka_ref._store.workspace_facts import (
+from maka_ref._store.workspace.facts import (
     WorkspaceBaselineDescriptor,
     WorkspaceBaselineInput,
     WorkspaceEpochDescriptor,

@@ -78,7 +78,7 @@ def test_failpoints_json_is_in_sync_with_maka_ref() -> None:
 def test_failpoints_json_covers_every_known_id() -> None:
     from maka_ref import FAILPOINTS
     from maka_ref._runtime.livepoints import CONTINUATION_FAILPOINTS
-    from maka_ref._store.failpoints import FAILPOINT_NAMES
+    from maka_ref._store.engine.failpoints import FAILPOINT_NAMES
 
     entries = json.loads((ROOT / "conformance" / "protocol" / "failpoints.json").read_text())["failpoints"]
     ids = [e["id"] for e in entries]

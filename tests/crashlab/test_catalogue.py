@@ -55,7 +55,7 @@ def test_every_entry_is_well_formed(point: crashlab.CrashPoint) -> None:
 def test_phase0_prefixes_and_decisions_match_the_reference_catalogue() -> None:
     """spec 20 §2: the committedPrefix of each P-point and its required decision."""
     from maka_ref import FAILPOINTS
-    from maka_ref._plan.failpoints import expected_phase0_decision
+    from maka_ref._plan.phase0.failpoints import expected_phase0_decision
 
     for fp in FAILPOINTS:
         point = crashlab.crash_point(fp.id)

@@ -186,8 +186,8 @@ BROKEN_CLAIM = """
     # The store steals any claim of the same boundary instead of answering existing/conflict,
     # and the planner and the executor no longer see existing claims or continuation headers.
     from maka_ref._continuation.world import StoreWorld
-    from maka_ref._store import continuation_claims
-    from maka_ref._store.agent_runs import AgentRunStore
+    from maka_ref._store.writers import continuation as continuation_claims
+    from maka_ref._store.agent_runs.store import AgentRunStore
 
     def _steal(conn, claim):
         source = claim.immediate_source
@@ -227,7 +227,8 @@ def test_race_fails_single_continuation_on_a_build_without_a_unique_claim(tmp_pa
 NO_SEAL = """
     # A deliberately broken build of the reference: a run holding its terminal fact is not
     # sealed, so a late writer's T2, T1 and events are accepted after repair's terminal.
-    from maka_ref._store import generic, insert
+    from maka_ref._store.writers import generic
+    from maka_ref._store.insert import primitive as insert
 
     def _never_sealed(conn, session_id, run_id):
         return None

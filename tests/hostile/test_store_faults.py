@@ -332,7 +332,7 @@ def test_a_read_only_workspace_is_store_read_only(kind: str, completed_template:
 
 def test_sqlite_readonly_maps_to_store_read_only(completed_template: Path, tmp_path: Path) -> None:
     """SQLite's own ``SQLITE_READONLY`` (a write through a ``mode=ro`` handle) is the code."""
-    from maka_ref._store.faults import fault_of
+    from maka_ref._store.engine.faults import fault_of
 
     ws = _copy(completed_template, tmp_path)
     conn = sqlite3.connect(f"file:{ws / DB}?mode=ro", uri=True)
@@ -373,7 +373,7 @@ def test_a_full_disk_before_the_run_header_is_storage_full(tmp_path: Path) -> No
 def test_sqlite_full_maps_to_storage_full(tmp_path: Path) -> None:
     """SQLite's own ``SQLITE_FULL`` (a database capped by ``max_page_count``) is the code, so
     the mapping is covered where no small file system can be mounted."""
-    from maka_ref._store.faults import fault_of
+    from maka_ref._store.engine.faults import fault_of
 
     conn = sqlite3.connect(tmp_path / "capped.sqlite")
     try:

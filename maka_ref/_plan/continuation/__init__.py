@@ -14,12 +14,27 @@ Modules (lower ones never import higher ones):
 Everything here is pure: inputs are plain values, events, headers and callbacks; no file,
 network, clock, randomness or environment access. Execution (§3.9–§3.13) and startup repair
 (§4) are not here. Choices: ``docs/choices/continuation-planner.md``.
+
+May import: ``maka_ref._codec``, ``maka_ref._events``, ``maka_ref._plan.phase0``,
+``maka_ref._plan.prefix``.
 """
 
-from .claims import ClaimClassification, ClaimState, classify_existing_claim, start_matches_claim, target_header_compatible
+from .claims import (
+    ClaimClassification,
+    ClaimState,
+    classify_existing_claim,
+    start_matches_claim,
+    target_header_compatible,
+)
 from .codes import DIAGNOSTIC_CODES, REJECTION_REASONS, SEGMENT_BLOCK_REASONS
 from .gates import build_safe_boundary_continuation_plan, normalize_cwd
-from .lineage import MAX_LINEAGE_SEGMENTS, LineageError, LineageReader, LineageResult, walk_lineage
+from .lineage import (
+    MAX_LINEAGE_SEGMENTS,
+    LineageError,
+    LineageReader,
+    LineageResult,
+    walk_lineage,
+)
 from .planner import (
     ContinuationWorld,
     RuntimeContinuationPlanner,
@@ -36,7 +51,12 @@ from .shapes import (
     WorkspaceCheckpoint,
     continuation_envelope_problem,
 )
-from .terminal import TerminalClassification, classify_terminal, header_matches_fact, terminal_repair_succeeded
+from .terminal import (
+    TerminalClassification,
+    classify_terminal,
+    header_matches_fact,
+    terminal_repair_succeeded,
+)
 
 __all__ = [
     "DIAGNOSTIC_CODES",

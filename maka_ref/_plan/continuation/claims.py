@@ -19,9 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from maka_ref._events.constants import CONTINUATION_START_KEYS
 from maka_ref._codec.frozen import thaw
-from maka_ref._events.constants import T1_PROTOCOL
+from maka_ref._events.constants import CONTINUATION_START_KEYS, T1_PROTOCOL
 
 from .terminal import TERMINAL_HEADER_STATUSES, classify_terminal, header_matches_fact
 

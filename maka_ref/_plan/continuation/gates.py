@@ -7,7 +7,7 @@ handed in by the caller (the planner of :mod:`.planner`, or a test); it reads no
 Two modes:
 
 * **composite (v2)** — ``continuation_replay_plan`` is a replayable
-  :class:`~maka_ref._plan.segment_replay.CompositeReplayPlan`. Phase 0 is *not* run: the
+  :class:`~maka_ref._plan.prefix.replay.CompositeReplayPlan`. Phase 0 is *not* run: the
   composite replay is the only tool-state/suffix gate (a trimmed
   ``definitely_not_dispatched`` call is not re-flagged).
 * **legacy** — no composite plan: the Phase 0 plan over ``events`` (with the effective
@@ -59,8 +59,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from maka_ref._events.predicates import has_model_visible_content, is_partial_event
-from maka_ref._plan.resume_plan import PlanDiagnostic, build_resume_plan
-from maka_ref._plan.segment_replay import CompositeReplayPlan
+from maka_ref._plan.phase0.plan import PlanDiagnostic, build_resume_plan
+from maka_ref._plan.prefix.replay import CompositeReplayPlan
 
 from .shapes import (
     ContinuationIdentity,

@@ -44,8 +44,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from maka_ref._codec.frozen import thaw
-from maka_ref._plan.prefix import ImmutableRuntimePrefix
-from maka_ref._plan.segment_replay import CompositeReplayPlan, build_composite_replay_plan
+from maka_ref._plan.prefix.immutable import ImmutableRuntimePrefix
+from maka_ref._plan.prefix.replay import (
+    CompositeReplayPlan,
+    build_composite_replay_plan,
+)
 
 from .claims import ClaimState, start_matches_claim, target_header_compatible
 

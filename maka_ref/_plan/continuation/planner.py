@@ -42,14 +42,22 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from maka_ref._codec.frozen import thaw
-from maka_ref._plan.prefix import ImmutableRuntimePrefix
-from maka_ref._plan.segment_replay import CompositeReplayBlocked, build_composite_replay_plan
+from maka_ref._plan.prefix.immutable import ImmutableRuntimePrefix
+from maka_ref._plan.prefix.replay import (
+    CompositeReplayBlocked,
+    build_composite_replay_plan,
+)
 
 from .claims import ClaimState, classify_existing_claim
 from .codes import SEGMENT_BLOCK_TO_PLANNER_REASON
 from .gates import build_safe_boundary_continuation_plan
 from .lineage import LineageError, walk_lineage
-from .shapes import ContinuationIdentity, SafeBoundaryContinuationPlan, WorkspaceCheckpoint, park
+from .shapes import (
+    ContinuationIdentity,
+    SafeBoundaryContinuationPlan,
+    WorkspaceCheckpoint,
+    park,
+)
 from .terminal import terminal_repair_succeeded
 
 __all__ = [

@@ -11,7 +11,7 @@ claim.
 
 All classes are frozen slotted dataclasses with snake_case attributes and ``to_json()``
 producing the spec's camelCase form, omitting absent optional fields (never ``null``).
-Diagnostics reuse Phase 0's :class:`~maka_ref._plan.resume_plan.PlanDiagnostic`
+Diagnostics reuse Phase 0's :class:`~maka_ref._plan.phase0.plan.PlanDiagnostic`
 (``{code, message, eventId?, toolCallId?, toolName?, detail?}``) so Phase 0 and Phase 1
 diagnostics concatenate into one list. Pure.
 """
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from maka_ref._codec.frozen import thaw
-from maka_ref._plan.prefix import RuntimeBoundaryCursor
-from maka_ref._plan.resume_plan import PlanDiagnostic
+from maka_ref._plan.phase0.plan import PlanDiagnostic
+from maka_ref._plan.prefix.immutable import RuntimeBoundaryCursor
 
 __all__ = [
     "ContinuationDisposition",

@@ -10,6 +10,11 @@ in the normal code path refers to it. The interface is stable: ``MUTANTS`` (name
 
 Modules, one per layer: :mod:`.codec`, :mod:`.resolver`, :mod:`.phase0`, :mod:`.store`,
 :mod:`.runtime`, :mod:`.continuation`, :mod:`.crash`.
+
+May import: ``maka_ref._codec``, ``maka_ref._ledger``, ``maka_ref._plan.phase0``,
+``maka_ref._plan.prefix``, ``maka_ref._runtime``, ``maka_ref._store.agent_runs``,
+``maka_ref._store.engine``, ``maka_ref._store.errors``, ``maka_ref._store.insert``,
+``maka_ref._store.legacy``.
 """
 
 from __future__ import annotations

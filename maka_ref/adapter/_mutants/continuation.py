@@ -48,7 +48,7 @@ def apply_indeterminate_tool_rerun() -> None:
     source segment parks the resume (``runtime_ledger_unreadable``). Only the continuation's
     segment check is mutated. Killed by RECOVERY-RESUME-006/008 (P2/P4 kills park).
     """
-    module = importlib.import_module("maka_ref._plan.segment_replay")
+    module = importlib.import_module("maka_ref._plan.prefix.replay")
     original = module.resolve_recovery
 
     def resolve_recovery(events: Any) -> Any:
@@ -93,7 +93,7 @@ def apply_claim_not_unique() -> None:
     Spec 20 §3.10 / spec 30 §2.6: exactly one continuation per boundary, decided by the
     atomic claim. Killed by RECOVERY-RESUME-011 (two concurrent resumes).
     """
-    from maka_ref._store import schema
+    from maka_ref._store.engine import schema
 
     for version, statements in list(schema.MIGRATIONS.items()):
         if any("runtime_continuation_claims (" in s for s in statements):
@@ -106,8 +106,8 @@ def apply_claim_not_unique() -> None:
     def _existing_or_conflict(conn: Any, claim: Any) -> Any:
         return None
 
-    replace("maka_ref._store.continuation_claims", "_existing_or_conflict", _existing_or_conflict)
-    from maka_ref._store.agent_runs import AgentRunStore
+    replace("maka_ref._store.writers.continuation", "_existing_or_conflict", _existing_or_conflict)
+    from maka_ref._store.agent_runs.store import AgentRunStore
 
     def factory(original: Any) -> Any:
         def list_session_runs(self: Any, session_id: str) -> Any:

@@ -21,7 +21,7 @@ def apply_jsonl_torn_tail_accepted() -> None:
     never a shorter prefix (upstream shipped the skip, spec 30 §9 item 142). Killed by
     MUTANT-GAP-CRASH-001 (``store.project`` of a legacy tree with a torn tail).
     """
-    from maka_ref._store.legacy_jsonl import LegacyJsonlCorruptionError
+    from maka_ref._store.legacy.profile import LegacyJsonlCorruptionError
 
     def factory(original: Any) -> Any:
         def _decode_lines(data: bytes, session_id: str, run_id: str, **kwargs: Any) -> Any:
@@ -34,7 +34,7 @@ def apply_jsonl_torn_tail_accepted() -> None:
                 return original(bytes(data)[: cut + 1], session_id, run_id, **kwargs)  # the mutation
         return _decode_lines
 
-    wrap("maka_ref._store.legacy_jsonl", "_decode_lines", factory)
+    wrap("maka_ref._store.legacy.profile", "_decode_lines", factory)
 
 
 @mutant("crash-before-first-event-drops-run", layer="crash", spec="20 §4.6 case C; 20 §4.1", family="MUTANT-GAP-CRASH-002",
@@ -76,7 +76,7 @@ def apply_stale_writer_accepted() -> None:
     def check_run_sealed(conn: Any, session_id: str, run_id: str) -> None:
         return None
 
-    replace("maka_ref._store.insert", "check_run_sealed", check_run_sealed)
+    replace("maka_ref._store.insert.primitive", "check_run_sealed", check_run_sealed)
 
 
 @mutant("crash-old-output-replayed-after-cleanup", layer="crash", spec="20 §3.2; 20 §4.8", family="RECOVERY-RESUME-009",

@@ -17,7 +17,7 @@ def _wrap_plan(transform: Any) -> None:
             return transform(original(events, expected_runtime_event_high_water))
         return build_resume_plan
 
-    wrap("maka_ref._plan.resume_plan", "build_resume_plan", factory)
+    wrap("maka_ref._plan.phase0.plan", "build_resume_plan", factory)
 
 
 def _is_call(event: Any) -> bool:
@@ -73,7 +73,7 @@ def apply_diagnostics_out_of_order() -> None:
         if len(plan.diagnostics) < 2:
             return plan
         diagnostics = tuple(reversed(plan.diagnostics))
-        from maka_ref._plan.resume_plan import _REASON_OF_DIAGNOSTIC
+        from maka_ref._plan.phase0.plan import _REASON_OF_DIAGNOSTIC
 
         reasons: list[str] = []
         for d in diagnostics:
@@ -105,7 +105,7 @@ def apply_high_water_excess_accepted() -> None:
             return True
         return expected > actual  # the mutation: only a shortfall of the ledger is a mismatch
 
-    replace("maka_ref._plan.resume_inputs", "_high_water_mismatch", _high_water_mismatch)
+    replace("maka_ref._plan.phase0.plan", "_high_water_mismatch", _high_water_mismatch)
 
 
 @mutant("phase0-prefix-digest-without-event-seq", layer="phase0", spec="20 §1.9; 30 §2.6",
@@ -124,7 +124,7 @@ def apply_prefix_digest_without_event_seq() -> None:
     """
     import hashlib
 
-    from maka_ref._plan import digests
+    from maka_ref._plan.prefix import digests
 
     def prefix_digest(identity: Any, rows: Any) -> str:
         hasher = hashlib.sha256()
@@ -134,4 +134,4 @@ def apply_prefix_digest_without_event_seq() -> None:
             hasher.update(digests.length_prefixed(digests.prefix_event_json(event).encode("utf-8")))
         return "sha256:" + hasher.hexdigest()
 
-    replace("maka_ref._plan.digests", "prefix_digest", prefix_digest)
+    replace("maka_ref._plan.prefix.digests", "prefix_digest", prefix_digest)

@@ -21,7 +21,7 @@ def apply_generic_append_accepts_dispatch() -> None:
     """
     import importlib
 
-    generic = importlib.import_module("maka_ref._store.generic")
+    generic = importlib.import_module("maka_ref._store.writers.generic")
     original = generic.validate_generic_append
 
     def validate_generic_append(event: Any) -> Any:
@@ -51,7 +51,7 @@ def apply_conflicting_retry_accepted() -> None:
     Spec 30 §2.8: only a byte-identical retry is idempotent; a conflicting one is refused
     (``duplicate_event_id`` / ``tool_operation_identity_conflict``). Killed by STORE-T1-003.
     """
-    wrap("maka_ref._store.tool_writers", "commit_t1", _conflicting_retry_factory)
+    wrap("maka_ref._store.writers.tool", "commit_t1", _conflicting_retry_factory)
 
 
 def _conflicting_retry_factory(original: Any) -> Any:
@@ -134,7 +134,7 @@ def apply_newer_schema_opened() -> None:
     Spec 30 §1.3 step 2: a newer schema is refused and left byte-identical. Killed by
     STORE-SCHEMA-001.
     """
-    from maka_ref._store import schema
+    from maka_ref._store.engine import schema
 
     def factory(original: Any) -> Any:
         def migrate(conn: sqlite3.Connection, *, target: int = schema.CURRENT_SCHEMA_VERSION) -> None:
@@ -143,7 +143,7 @@ def apply_newer_schema_opened() -> None:
             original(conn, target=target)
         return migrate
 
-    wrap("maka_ref._store.schema", "migrate", factory)
+    wrap("maka_ref._store.engine.schema", "migrate", factory)
 
 
 @mutant("store-health-gate-scans-once", layer="store", spec="30 §2.1; 10 §4.6", family="STORE-HEALTH-001",
@@ -158,7 +158,7 @@ def apply_health_gate_scans_once() -> None:
     corrupted. Killed by STORE-HEALTH-001 (two processes: a writer, then a foreign commit
     that corrupts another session's ledger, then the writer's next T2).
     """
-    from maka_ref._store.health import HealthGate, scan_store
+    from maka_ref._store.insert.health import HealthGate, scan_store
 
     def failure(self: Any) -> Any:
         version = self._conn.execute("PRAGMA data_version").fetchone()[0]

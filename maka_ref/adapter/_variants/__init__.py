@@ -10,6 +10,9 @@ contract does not fix (``maka-conformance selftest`` reports it and exits 1).
 ``python -m maka_ref.adapter --variant NAME`` applies one at start-up; ``--list-variants``
 prints the corpus. Like the mutants, this package is imported only when one of these options
 is given. Interface: ``VARIANTS`` (name → :class:`Variant`), ``apply(name)``, ``render_list()``.
+
+May import: ``maka_ref._repair``, ``maka_ref._runtime``, ``maka_ref.adapter._dispatch``,
+``maka_ref.adapter._errors``, ``maka_ref.adapter._mutants``, ``maka_ref.adapter._store_ops``.
 """
 
 from __future__ import annotations

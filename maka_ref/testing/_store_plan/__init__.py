@@ -11,4 +11,7 @@ Each module imports only modules listed above it:
 * ``writes``: one queued step turned into a write, with the projection it must leave.
 * ``retries``: exact retries (presentation noise, key order) and inserting writes.
 * ``plans``: the ``store_write_plans`` strategy (runs, operations, interleaving, truth).
+
+May import: ``maka_ref._codec``, ``maka_ref._store.writers``, ``maka_ref.testing._strategies``,
+``maka_ref.testing.strategies``.
 """

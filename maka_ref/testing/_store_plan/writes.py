@@ -77,7 +77,7 @@ def _add(d: _Draft, run: _Run, write: StoreWrite) -> None:
 
 
 def _t1_write(d: _Draft, run: _Run, op: _Op) -> StoreWrite:
-    from maka_ref._store.tool_writers import T1Input
+    from maka_ref._store.writers.tool import T1Input
 
     pre_stored = op.call is not None
     if op.call is None:
@@ -104,7 +104,7 @@ def _t1_write(d: _Draft, run: _Run, op: _Op) -> StoreWrite:
 
 
 def _t2_write(d: _Draft, run: _Run, op: _Op) -> StoreWrite:
-    from maka_ref._store.tool_writers import T2Input
+    from maka_ref._store.writers.tool import T2Input
 
     event_id = d.draw(st.sampled_from((f"{op.operation_id}_response", d.event_id(op.spine))))
     op.response = _response_event(d, op, event_id, bound=True, is_error=op.is_error)

@@ -15,4 +15,6 @@ Each module imports only modules listed above it:
 * ``corruptions``: the corruption catalogue and the ``corrupt_ledgers`` strategy.
 * ``jsonl``: torn JSON-lines bytes.
 * ``garbage``: never-raise inputs (wrong-typed fields, non-JSON objects).
+
+May import: ``maka_ref._codec``, ``maka_ref._events``.
 """

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from maka_ref._plan.continuation.claims import ClaimState
-from maka_ref._plan.prefix import build_immutable_prefix
-from maka_ref._plan.segment_replay import CompositeReplayPlan, build_composite_replay_plan
+from maka_ref._plan.prefix.immutable import build_immutable_prefix
+from maka_ref._plan.prefix.replay import CompositeReplayPlan, build_composite_replay_plan
 
 T1 = "t1_after_preflight_v1"
 SESSION = "session-1"

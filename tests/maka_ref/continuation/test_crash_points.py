@@ -26,8 +26,8 @@ from maka_ref._events.predicates import is_terminal_event
 from maka_ref._repair import repair_workspace
 from maka_ref._repair.claim_saga import ABANDONED, continuation_repair_id
 from maka_ref._runtime.livepoints import CONTINUATION_FAILPOINTS
-from maka_ref._store.agent_runs import AgentRunStore
-from maka_ref._store.failpoints import FailpointTriggered
+from maka_ref._store.agent_runs.store import AgentRunStore
+from maka_ref._store.engine.failpoints import FailpointTriggered
 from maka_ref._store.runtime_store import RuntimeStore
 from tests.maka_ref.runtime.support import (
     CONTINUATION_FAILPOINT_ENV,

@@ -30,7 +30,7 @@ from maka_ref._continuation import (
 from maka_ref._plan.continuation import plan_authoritative, plan_latest
 from maka_ref._runtime import ScriptedProvider, load_script, run_turn
 from maka_ref._runtime.tools import TOOLS
-from maka_ref._store.agent_runs import AgentRunStore
+from maka_ref._store.agent_runs.store import AgentRunStore
 from maka_ref._store.runtime_store import RuntimeStore
 from tests.maka_ref.runtime.support import T1, effect_lines, script, write_script
 
@@ -348,7 +348,7 @@ def _cli(ws: Path, *args: str, flag: bool = False) -> subprocess.CompletedProces
 
 
 def _crash_repair_inspect(tmp_path: Path, point: str) -> Path:
-    from test_runtime_crash import kill_and_reap, run_until_failpoint
+    from tests.maka_ref.runtime.support import kill_and_reap, run_until_failpoint
 
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -39,7 +39,7 @@ from maka_ref._errors import MakaRefError
 from maka_ref._plan.continuation import plan_authoritative, plan_latest
 from maka_ref._repair import repair_workspace
 from maka_ref._runtime import ScriptedProvider, load_script, run_turn
-from maka_ref._store.agent_runs import AgentRunStore
+from maka_ref._store.agent_runs.store import AgentRunStore
 from maka_ref._store.runtime_store import RuntimeStore
 from tests.maka_ref.runtime.support import LEGACY, T1, effect_lines, script, wait_for_stderr
 
@@ -301,8 +301,8 @@ def test_item_57_caller_cannot_change_an_admitted_continuation(tmp_path: Path) -
 
 CHILD = r"""
 import os, sys
-from maka_ref._store import failpoints
-from maka_ref._store.agent_runs import AgentRunStore
+from maka_ref._store.engine import failpoints
+from maka_ref._store.agent_runs.store import AgentRunStore
 from maka_ref._store.runtime_store import RuntimeStore
 from maka_ref._continuation import LifecycleLog, resume_session
 
@@ -382,7 +382,7 @@ def test_items_59_63_continuation_sigkill_matrix(tmp_path: Path, point: str) -> 
     provider is never called for the pre-start rows (the Write ran once, in the source)."""
     import json
 
-    from test_runtime_crash import kill_and_reap
+    from tests.maka_ref.runtime.support import kill_and_reap
 
     ws = tmp_path / "ws"
     ws.mkdir()

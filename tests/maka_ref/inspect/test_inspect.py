@@ -25,7 +25,7 @@ import pytest
 from maka_ref import build_resume_plan, resolve_recovery
 from maka_ref._inspect import FORMAT, inspect_workspace
 from maka_ref._store import RuntimeStore, StoreError
-from maka_ref._store.agent_runs import AgentRunStore
+from maka_ref._store.agent_runs.store import AgentRunStore
 from maka_ref.testing import families as fam
 
 from tests.maka_ref.store.support import completed_bundle, parked_bundle, raw, raw_insert, t1_input, t2_input, user_event
@@ -550,7 +550,7 @@ def test_usage_error_without_workspace() -> None:
 def test_database_readers_never_open_the_workspace_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """SQLite only ever opens the private copy: every sqlite3.connect target is outside the
     workspace."""
-    import maka_ref._store.connection as connection
+    import maka_ref._store.engine.connection as connection
 
     store_with(tmp_path, "t1")
     targets: list[str] = []

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from maka_ref._ledger.results import Decision
-from maka_ref._plan.resume_plan import ToolOperation
+from maka_ref._plan.phase0.plan import ToolOperation
 
 
 def _generated_twin(cls: type) -> type:

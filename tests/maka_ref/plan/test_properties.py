@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from maka_ref._ledger.resolver import resolve_recovery
-from maka_ref._plan.resume_plan import build_resume_plan
+from maka_ref._plan.phase0.plan import build_resume_plan
 from maka_ref.testing.strategies import CORRUPTIONS, CorruptLedger, Ledger, corrupt_ledgers, garbage_event_lists, ledgers
 
 SOME = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

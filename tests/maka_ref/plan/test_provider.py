@@ -15,7 +15,7 @@ import copy
 
 import pytest
 
-from maka_ref._plan.provider_items import (
+from maka_ref._plan.provider import (
     BLOCKING_DIAGNOSTIC_CODES,
     ProviderProjection,
     project_provider_items,

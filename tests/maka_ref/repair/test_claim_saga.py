@@ -25,8 +25,8 @@ from maka_ref._plan.continuation.claims import classify_existing_claim
 from maka_ref._plan.continuation.terminal import terminal_repair_succeeded
 from maka_ref._repair import NO_CLAIM_SAGA, repair_workspace
 from maka_ref._repair.claim_saga import ClaimSagaRefused
-from maka_ref._store import failpoints
-from maka_ref._store.agent_runs import AgentRunStore
+from maka_ref._store.engine import failpoints
+from maka_ref._store.agent_runs.store import AgentRunStore
 from maka_ref._store.errors import StoreError
 from maka_ref._store.runtime_store import RuntimeStore
 from maka_ref.testing import race_worker as rw

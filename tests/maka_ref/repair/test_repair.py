@@ -36,8 +36,8 @@ from maka_ref._repair import (
 )
 from maka_ref._repair.classify import classify_terminal
 from maka_ref._repair.diagnose import diagnose_interrupted_run
-from maka_ref._store import failpoints
-from maka_ref._store.agent_runs import AgentRunStore
+from maka_ref._store.engine import failpoints
+from maka_ref._store.agent_runs.store import AgentRunStore
 from maka_ref._store.runtime_store import RuntimeStore
 
 from tests.maka_ref.store.support import raw, raw_insert
@@ -560,7 +560,7 @@ def _python(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("point", ["P3", "P9"])
 def test_sigkilled_live_run_is_repaired_in_a_fresh_process(tmp_path: Path, point: str) -> None:
     from tests.maka_ref.runtime.support import T1, only_run, script, write_script
-    from test_runtime_crash import kill_and_reap, run_until_failpoint
+    from tests.maka_ref.runtime.support import kill_and_reap, run_until_failpoint
 
     workspace = tmp_path / "ws"
     workspace.mkdir()

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+import psutil
+
 T1 = "t1_after_preflight_v1"
 LEGACY = "legacy"
 PROTOCOLS = (T1, LEGACY)
@@ -247,10 +249,34 @@ def plan_source(root: Path, session_id: str, source_run_id: str) -> Any:
     §3.2): the "re-plan" of the §4.9 crash matrix. Writes nothing."""
     from maka_ref._continuation import StoreWorld
     from maka_ref._plan.continuation import plan_authoritative
-    from maka_ref._store.agent_runs import AgentRunStore
+    from maka_ref._store.agent_runs.store import AgentRunStore
     from maka_ref._store.runtime_store import RuntimeStore
 
     ids = iter(("invocation_replan", "run_replan", "turn_replan", "claim_replan"))
     with RuntimeStore.open_read_only(root) as store, AgentRunStore.open_read_only(root) as runs:
         world = StoreWorld(Path(os.path.realpath(root)), store, runs)
         return plan_authoritative(world, ids, session_id, source_run_id, feature_enabled=True)
+
+
+def run_until_failpoint(workspace: Path, script_path: Path, point: str, announced: str | None = None) -> subprocess.Popen[bytes]:
+    """Start ``maka-ref run`` armed at ``point``; return once it announced the failpoint on
+    stderr (it then blocks until killed). Fails (and kills the child) on exit or deadline."""
+    env = dict(os.environ, MAKA_REF_FAILPOINT=point, PYTHONPATH=str(REPO))
+    child = subprocess.Popen(
+        [sys.executable, "-m", "maka_ref", "run", "--workspace", str(workspace), "--script", str(script_path)],
+        env=env, cwd=str(REPO), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    return wait_for_announcement(child, announced or point)
+
+
+def kill_and_reap(child: subprocess.Popen[bytes]) -> None:
+    """SIGKILL, prove it was a real kill (-9), close the pipes, and prove nothing is left."""
+    assert child.poll() is None  # still blocked at the failpoint
+    pid = child.pid
+    child.send_signal(signal.SIGKILL)
+    assert child.wait(timeout=30) == -signal.SIGKILL
+    for stream in (child.stdout, child.stderr):
+        if stream is not None:
+            stream.close()
+    assert pid not in {p.pid for p in psutil.Process().children(recursive=True)}
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() != psutil.STATUS_ZOMBIE

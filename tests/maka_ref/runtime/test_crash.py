@@ -16,13 +16,9 @@ atomically — see the P1/P5 notes in docs/failpoints.md.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
-import psutil
 import pytest
 
 from maka_ref._ledger.resolver import resolve_recovery
@@ -38,38 +34,14 @@ from tests.maka_ref.runtime.support import (
     only_run,
     script,
     spec_operation_id,
-    wait_for_announcement,
+    kill_and_reap,
+    run_until_failpoint,
     write_script,
 )
 
 REPO = Path(__file__).resolve().parents[3]
-READY_DEADLINE_SECONDS = 30.0
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX SIGKILL semantics")
-
-
-def run_until_failpoint(workspace: Path, script_path: Path, point: str, announced: str | None = None) -> subprocess.Popen[bytes]:
-    """Start ``maka-ref run`` armed at ``point``; return once it announced the failpoint on
-    stderr (it then blocks until killed). Fails (and kills the child) on exit or deadline."""
-    env = dict(os.environ, MAKA_REF_FAILPOINT=point, PYTHONPATH=str(REPO))
-    child = subprocess.Popen(
-        [sys.executable, "-m", "maka_ref", "run", "--workspace", str(workspace), "--script", str(script_path)],
-        env=env, cwd=str(REPO), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
-    return wait_for_announcement(child, announced or point)
-
-
-def kill_and_reap(child: subprocess.Popen[bytes]) -> None:
-    """SIGKILL, prove it was a real kill (-9), close the pipes, and prove nothing is left."""
-    assert child.poll() is None  # still blocked at the failpoint
-    pid = child.pid
-    child.send_signal(signal.SIGKILL)
-    assert child.wait(timeout=30) == -signal.SIGKILL
-    for stream in (child.stdout, child.stderr):
-        if stream is not None:
-            stream.close()
-    assert pid not in {p.pid for p in psutil.Process().children(recursive=True)}
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
 
 
 # Committed event labels after a kill, per point (one Write call, then a text step).

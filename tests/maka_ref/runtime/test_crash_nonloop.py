@@ -29,7 +29,7 @@ import pytest
 
 from maka_ref._repair import repair_workspace
 from maka_ref._repair.claim_saga import ABANDONED, continuation_repair_id
-from maka_ref._store.agent_runs import AgentRunStore
+from maka_ref._store.agent_runs.store import AgentRunStore
 from maka_ref._store.runtime_store import RuntimeStore
 from tests.maka_ref.runtime.support import (
     FINALLY_MARKER,

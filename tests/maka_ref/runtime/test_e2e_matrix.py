@@ -35,7 +35,7 @@ import pytest
 from maka_ref import FAILPOINTS, build_resume_plan, resolve_recovery
 from maka_ref._continuation import resume_session
 from maka_ref._repair import repair_workspace
-from maka_ref._store.agent_runs import AgentRunStore
+from maka_ref._store.agent_runs.store import AgentRunStore
 from maka_ref._store.runtime_store import RuntimeStore
 from tests.maka_ref.runtime.support import (
     LEGACY,

@@ -16,8 +16,8 @@ from maka_ref._cli.main import run as cli_run
 from maka_ref._ledger.resolver import resolve_recovery
 from maka_ref._runtime import ScriptedProvider, load_script, run_turn
 from maka_ref._runtime.tools import TOOLS, Tool, ToolContext
-from maka_ref._store.agent_runs import AgentRunStore
-from maka_ref._store.failpoints import arm, disarm
+from maka_ref._store.agent_runs.store import AgentRunStore
+from maka_ref._store.engine.failpoints import arm, disarm
 from maka_ref._store.records import CommitResult
 from maka_ref._store.runtime_store import RuntimeStore
 

@@ -173,7 +173,7 @@ print(json.dumps({"index": step.index, "text": step.text, "events": len(events)}
 def test_step_selection_from_durable_history_in_a_new_process(tmp_path: Path, protocol: str) -> None:
     """A run is killed at P7 (step 0's result committed and handed on); a *fresh* process
     rebuilds the history from the store and the provider answers step 1 (the text step)."""
-    from test_runtime_crash import run_until_failpoint  # the crash harness (same directory)
+    from tests.maka_ref.runtime.support import run_until_failpoint
 
     workspace = tmp_path / "ws"
     workspace.mkdir()

@@ -11,7 +11,7 @@ import pytest
 
 from maka_ref._runtime import TOOLS, ConfinementError, ToolContext, ToolError, confine, run_turn
 from maka_ref._runtime.effects import append_effect_start, read_effect_log
-from maka_ref._store.failpoints import arm, disarm
+from maka_ref._store.engine.failpoints import arm, disarm
 
 from tests.maka_ref.runtime.support import LEGACY, T1, effect_lines, script
 

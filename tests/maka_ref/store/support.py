@@ -14,7 +14,7 @@ from typing import Any, Callable
 from maka_ref._codec.argshash import canonical_args_hash
 from maka_ref._events.encode import encode_runtime_event
 from maka_ref._store import RuntimeStore, T1Input, T2Input
-from maka_ref._store.rows import event_kind
+from maka_ref._store.engine.rows import event_kind
 from maka_ref.testing import families as fam
 
 WRITE_HASH = fam.WRITE_NOTES_HASH

@@ -27,8 +27,8 @@ import pytest
 
 from maka_ref import resolve_recovery, scan_tool_ledger
 from maka_ref._store import CURRENT_SCHEMA_VERSION, RuntimeStore
-from maka_ref._store.agent_runs import AGENT_RUNS_SCHEMA_VERSION, AGENT_RUNS_SCOPE
-from maka_ref._store.rows import EVENT_COLUMNS, decode_event_row
+from maka_ref._store.agent_runs.store import AGENT_RUNS_SCHEMA_VERSION, AGENT_RUNS_SCOPE
+from maka_ref._store.engine.rows import EVENT_COLUMNS, decode_event_row
 from maka_ref.testing import race_worker as rw
 from maka_ref.testing.process_race import (
     RaceError,

@@ -33,8 +33,8 @@ from maka_ref._plan.continuation import (
     continuation_envelope_problem,
     normalize_cwd,
 )
-from maka_ref._plan.resume_plan import build_resume_plan
-from maka_ref._plan.segment_replay import build_composite_replay_plan
+from maka_ref._plan.phase0.plan import build_resume_plan
+from maka_ref._plan.prefix.replay import build_composite_replay_plan
 
 DEFAULTS = dict(
     ledger_readable=True,
@@ -365,7 +365,7 @@ def test_inputs_are_not_mutated():
 
 def test_cwd_normalization():
     """§3.6 (h) normalization; pinned to ``_store.workspace.normalize_cwd``."""
-    from maka_ref._store.workspace import normalize_cwd as store_normalize
+    from maka_ref._store.workspace.identity import normalize_cwd as store_normalize
 
     for raw, expected in [("/a/b/", "/a/b"), ("C:\\Users\\X\\", "c:/users/x"), ("/A/B", "/A/B"),
                           ("relative\\dir", "relative/dir")]:

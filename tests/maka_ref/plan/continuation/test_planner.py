@@ -25,8 +25,8 @@ from tests.maka_ref.continuation.support import (
     v2_child,
 )
 from maka_ref._plan.continuation import RuntimeContinuationPlanner, plan_authoritative, plan_latest
-from maka_ref._plan.digests import is_digest
-from maka_ref._plan.segment_replay import build_composite_replay_plan
+from maka_ref._plan.prefix.digests import is_digest
+from maka_ref._plan.prefix.replay import build_composite_replay_plan
 
 FACTS = dict(
     session_id="session-1",

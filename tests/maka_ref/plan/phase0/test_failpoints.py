@@ -10,7 +10,7 @@ import copy
 
 import pytest
 
-from maka_ref._plan.failpoints import (
+from maka_ref._plan.phase0.failpoints import (
     COMMITTED_PREFIXES,
     EXPECTED_PHASE0_DECISIONS,
     FAILPOINT_IDS,
@@ -22,7 +22,7 @@ from maka_ref._plan.failpoints import (
     reference_crash_ledger,
     reference_event_id,
 )
-from maka_ref._plan.resume_plan import build_resume_plan
+from maka_ref._plan.phase0.plan import build_resume_plan
 
 #: spec 20 §2 catalogue: id → committedPrefix (exact).
 SPEC_CATALOGUE = [

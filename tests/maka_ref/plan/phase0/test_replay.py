@@ -9,8 +9,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from maka_ref._plan.replay import phase0_replay_events
-from maka_ref._plan.resume_plan import build_resume_plan
+from maka_ref._plan.phase0.replay import phase0_replay_events
+from maka_ref._plan.phase0.plan import build_resume_plan
 from maka_ref.testing.families import event, w_call, w_decision_parked, w_dispatch, w_outcome, w_reconcile
 
 

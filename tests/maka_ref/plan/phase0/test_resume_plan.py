@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from maka_ref._plan.resume_plan import RESUME_DIRECTIVE, PlanDiagnostic, ResumePlan, ToolOperation, build_resume_plan
+from maka_ref._plan.phase0.plan import RESUME_DIRECTIVE, PlanDiagnostic, ResumePlan, ToolOperation, build_resume_plan
 from maka_ref.testing.families import (
     BASH_DO_IT_HASH,
     T1,

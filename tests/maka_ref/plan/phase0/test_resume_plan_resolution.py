@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import maka_ref._plan.resume_plan as resume_plan
+import maka_ref._plan.phase0.plan as resume_plan
 from maka_ref._events.schema import decode_runtime_event
 from maka_ref._ledger.resolver import resolve_recovery
-from maka_ref._plan.replay import ReplayScanner, phase0_replay_events
-from maka_ref._plan.resume_plan import build_resume_plan
+from maka_ref._plan.phase0.replay import ReplayScanner, phase0_replay_events
+from maka_ref._plan.phase0.plan import build_resume_plan
 from maka_ref.testing import families as f
 from maka_ref.testing.strategies import Ledger, corrupt_ledgers, garbage_event_lists, ledgers
 

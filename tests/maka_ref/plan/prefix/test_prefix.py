@@ -20,13 +20,13 @@ import struct
 import pytest
 
 from maka_ref._errors import PrefixError
-from maka_ref._plan.digests import (
+from maka_ref._plan.prefix.digests import (
     length_prefixed,
     manifest_digest,
     prefix_digest,
     provider_replay_digest,
 )
-from maka_ref._plan.prefix import (
+from maka_ref._plan.prefix.immutable import (
     PREFIX_ERROR_CODES,
     ImmutableRuntimePrefix,
     PrefixIdentity,

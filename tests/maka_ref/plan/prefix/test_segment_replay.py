@@ -14,9 +14,9 @@ import json
 
 import pytest
 
-from maka_ref._plan.digests import provider_replay_digest
-from maka_ref._plan.prefix import ImmutableRuntimePrefix, PrefixPosition, build_immutable_prefix, segment_of
-from maka_ref._plan.segment_replay import (
+from maka_ref._plan.prefix.digests import provider_replay_digest
+from maka_ref._plan.prefix.immutable import ImmutableRuntimePrefix, PrefixPosition, build_immutable_prefix, segment_of
+from maka_ref._plan.prefix.replay import (
     CompositeReplayBlocked,
     CompositeReplayPlan,
     SegmentReplay,

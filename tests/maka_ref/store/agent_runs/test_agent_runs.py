@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from maka_ref._store.agent_runs import AgentRunStore
+from maka_ref._store.agent_runs.store import AgentRunStore
 from maka_ref._store.errors import StoreError
-from maka_ref._store.run_header import RunEventSchemaError, RunHeaderSchemaError
+from maka_ref._store.agent_runs.header import RunEventSchemaError, RunHeaderSchemaError
 
 DIGEST_A = "sha256:" + "a" * 64
 DIGEST_B = "sha256:" + "b" * 64
@@ -443,8 +443,8 @@ def test_other_scopes_are_kept(tmp_path: Path) -> None:
 
 def test_shares_the_file_with_the_runtime_scope(tmp_path: Path) -> None:
     """Brief: same ``<root>/runtime.sqlite`` as the runtime scope, own tables; ``user_version`` stays 12."""
-    schema = pytest.importorskip("maka_ref._store.schema")
-    connection = pytest.importorskip("maka_ref._store.connection")
+    schema = pytest.importorskip("maka_ref._store.engine.schema")
+    connection = pytest.importorskip("maka_ref._store.engine.connection")
     conn = connection.connect(tmp_path / "runtime.sqlite", read_only=False)
     schema.migrate(conn)
     conn.close()

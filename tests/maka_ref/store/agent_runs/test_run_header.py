@@ -14,7 +14,7 @@ import pytest
 from maka_ref._codec.frozen import FrozenDict
 from maka_ref._errors import MakaRefError
 from maka_ref._store.errors import StoreError
-from maka_ref._store.run_header import (
+from maka_ref._store.agent_runs.header import (
     MUTABLE_FIELDS,
     RunEventSchemaError,
     RunHeaderSchemaError,

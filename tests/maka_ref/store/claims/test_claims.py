@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from maka_ref._store import ContinuationClaimError, RunSealedError, StoreError, arm
-from maka_ref._store.claim_codec import ContinuationClaimSchemaError, decode_claim
-from maka_ref._store.failpoints import FailpointTriggered
+from maka_ref._store.claims.codec import ContinuationClaimSchemaError, decode_claim
+from maka_ref._store.engine.failpoints import FailpointTriggered
 from maka_ref.testing import families as fam
 from maka_ref.testing import race_worker as rw
 from maka_ref.testing.process_race import run_race
@@ -118,7 +118,7 @@ def test_codec_round_trip_and_strictness(store):
 
 def test_reserved_workspace_stream_refused(store):
     """Spec 30 §2.6: refused before the transaction (after decoding), nothing written."""
-    from maka_ref._plan.prefix import build_boundary_cursor
+    from maka_ref._plan.prefix.immutable import build_boundary_cursor
 
     claim = claim_of(store)
     reserved = "maka_workspace_authority"

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from maka_ref._store import failpoints
-from maka_ref._store.failpoints import FailpointTriggered, arm, armed, disarm, failpoint
+from maka_ref._store.engine import failpoints
+from maka_ref._store.engine.failpoints import FailpointTriggered, arm, armed, disarm, failpoint
 
 from tests.maka_ref.runtime.support import wait_for_stderr
 from tests.maka_ref.store.support import completed_bundle, ids, journal_states, open_store, t1_input, t2_input

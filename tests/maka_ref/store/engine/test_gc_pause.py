@@ -1,4 +1,4 @@
-"""The cyclic-GC pause around bulk decodes (``maka_ref._store.gc_pause``; docs/performance.md,
+"""The cyclic-GC pause around bulk decodes (``maka_ref._store.engine.gc_pause``; docs/performance.md,
 "Durable writes", item 6): the writer-open health scan (spec 30 §2.1) and the projection
 rebuild (§3.2) decode with the collector off for large batches, and the process-wide switch
 always comes back as it was, also when the scan stops at a corrupt row."""
@@ -12,7 +12,11 @@ from typing import Any
 
 import pytest
 
-from maka_ref._store import RuntimeStore, gc_pause, health, projections
+from maka_ref._store import RuntimeStore, projections
+
+from maka_ref._store.engine import gc_pause
+
+from maka_ref._store.insert import health
 from tests.maka_ref.store.support import loop_t1 as t1, loop_t2 as t2, raw
 
 

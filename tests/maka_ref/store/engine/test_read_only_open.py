@@ -17,8 +17,8 @@ from typing import Any, Callable
 import pytest
 
 from maka_ref._store import RuntimeStore
-from maka_ref._store.agent_runs import AgentRunStore
-from maka_ref._store.connection import connect, read_only_uri
+from maka_ref._store.agent_runs.store import AgentRunStore
+from maka_ref._store.engine.connection import connect, read_only_uri
 
 from tests.maka_ref.store.support import ids, user_event
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from maka_ref._store import schema
-from maka_ref._store.connection import connect, read_transaction, write_transaction
+from maka_ref._store.engine import schema
+from maka_ref._store.engine.connection import connect, read_transaction, write_transaction
 from maka_ref._store.errors import StoreError
 from maka_ref._store.runtime_store import RuntimeStore
 from maka_ref.testing import families as fam

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from maka_ref._codec.jsontext import parse_json, stable_json
 from maka_ref._errors import InvalidJSONTextError
-from maka_ref._store.json_prefix import (
+from maka_ref._store.legacy.json_prefix import (
     MAX_PREFIX_DEPTH,
     classify_json_bytes,
     classify_json_text,

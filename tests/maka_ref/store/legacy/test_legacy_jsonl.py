@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from maka_ref._store.errors import StoreError
-from maka_ref._store.legacy_jsonl import (
+from maka_ref._store.legacy.profile import (
     ImportReport,
     JsonlImportReport,
     LegacyIdentityMismatchError,

@@ -21,12 +21,12 @@ import pytest
 
 from maka_ref._events.schema import decode_runtime_event
 from maka_ref._store import RuntimeStore, StoreError
-from maka_ref._store.failpoints import FailpointTriggered, arm, disarm
-from maka_ref._store.workspace_authority import WorkspaceAuthority
+from maka_ref._store.engine.failpoints import FailpointTriggered, arm, disarm
+from maka_ref._store.workspace.authority import WorkspaceAuthority
 from maka_ref._events.encode import encode_runtime_event
-from maka_ref._store.rows import StoredEvent
-from maka_ref._store.workspace_facts import WORKSPACE_AUTHORITY_SESSION_ID, build_baseline_events
-from maka_ref._store.workspace_scan import scan_authority
+from maka_ref._store.engine.rows import StoredEvent
+from maka_ref._store.workspace.facts import WORKSPACE_AUTHORITY_SESSION_ID, build_baseline_events
+from maka_ref._store.workspace.scan import scan_authority
 from maka_ref.testing.workspace_baseline import (
     FIXTURE_EPOCH_ID as EPOCH,
     FIXTURE_ROOT_ID as ROOT,
@@ -339,8 +339,8 @@ _CHILD = textwrap.dedent(
     import os, sys
     sys.path[:0] = [{repo!r}]
     from maka_ref._store import RuntimeStore
-    from maka_ref._store.failpoints import block_forever
-    from maka_ref._store.workspace_authority import WorkspaceAuthority
+    from maka_ref._store.engine.failpoints import block_forever
+    from maka_ref._store.workspace.authority import WorkspaceAuthority
     from maka_ref.testing.workspace_baseline import FIXTURE_ROOT_ID, baseline_fixture_input
     store = RuntimeStore.open({root!r})
     try:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from maka_ref._store import workspace as ws_module
+from maka_ref._store.workspace import identity as ws_module
 from maka_ref._store.errors import StoreError
-from maka_ref._store.workspace import (
+from maka_ref._store.workspace.identity import (
     MARKER_FILE_NAME,
     WorkspaceIdentityError,
     compare_workspace,
@@ -169,7 +169,7 @@ def test_item_74_two_resolutions_one_exclude_line(repo: Path) -> None:
 _CHILD = r"""
 import os, sys, time
 sys.path.insert(0, sys.argv[1])
-from maka_ref._store.workspace import resolve_workspace_identity
+from maka_ref._store.workspace.identity import resolve_workspace_identity
 go = sys.argv[3]
 deadline = time.monotonic() + 30
 while not os.path.exists(go) and time.monotonic() < deadline:

@@ -1,4 +1,4 @@
-"""The terminal barrier's inserted-row memory (``_store/run_rows.py``): same verdicts as a
+"""The terminal barrier's inserted-row memory (``_store/insert/run_rows.py``): same verdicts as a
 full decode of the run, and every way a remembered row can change behind the store drops it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from maka_ref._store import run_rows
+from maka_ref._store.insert import run_rows
 from maka_ref.testing import families as fam
 from tests.maka_ref.store.support import open_store, raw, raw_insert, user_event
 
@@ -95,7 +95,7 @@ def test_rolled_back_insert_leaves_no_wrong_verdict(tmp_path: Path, enabled: boo
     store.append(user_event())
     with pytest.raises(RuntimeError):
         with store.write() as conn:
-            from maka_ref._store import generic
+            from maka_ref._store.writers import generic
 
             generic.append_encoded(conn, store.health_gate, generic.pre_validate_generic(user_event("user-event-2")))
             raise RuntimeError("rollback")

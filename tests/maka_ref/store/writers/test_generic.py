@@ -75,7 +75,7 @@ def test_g3_continuation_start_reserved(monkeypatch: pytest.MonkeyPatch) -> None
     """§2.2 G3 (checked on the canonical event, after G1/G2)."""
     from maka_ref._codec.frozen import freeze
     from maka_ref._events.encode import EncodedRuntimeEvent
-    from maka_ref._store import generic
+    from maka_ref._store.writers import generic
 
     start = freeze(user_event(actions={"continuationStart": {}}))
     monkeypatch.setattr(generic, "canonicalize", lambda raw: EncodedRuntimeEvent(start, "{}"))
@@ -399,7 +399,7 @@ def test_event_kind_and_committed_at_columns(store: RuntimeStore, tmp_path: Path
 
 
 def test_event_kind_rules() -> None:
-    from maka_ref._store.rows import event_kind
+    from maka_ref._store.engine.rows import event_kind
 
     assert event_kind(fam.w_dispatch()) == "tool_dispatch"
     assert event_kind(fam.w_reconcile()) == "runtime_fact"

@@ -1,5 +1,5 @@
 """The insert primitive's per-connection cache of passing identity / run-seal / claim verdicts
-(``maka_ref._store.insert_facts``; docs/performance.md, "Durable writes", items 3 and 4).
+(``maka_ref._store.insert.facts``; docs/performance.md, "Durable writes", items 3 and 4).
 
 Every scenario runs twice, with the cache and with it disabled (``insert_facts.ENABLED``
 False: every check queries, as before), and must give the same results, the same error
@@ -17,8 +17,10 @@ from typing import Any, Callable
 
 import pytest
 
-from maka_ref._store import RuntimeStore, insert_facts
-from maka_ref._store.failpoints import FailpointTriggered, arm, disarm
+from maka_ref._store import RuntimeStore
+
+from maka_ref._store.insert import facts as insert_facts
+from maka_ref._store.engine.failpoints import FailpointTriggered, arm, disarm
 from tests.maka_ref.store.support import outcome_of as _outcome, raw, raw_insert
 from tests.maka_ref.store.support import loop_envelope as _envelope, loop_t1 as t1, loop_t2 as t2, loop_tool_events as tool_events
 
@@ -153,7 +155,7 @@ def test_terminal_inserted_through_the_cache_seals_the_run(tmp_path: Path) -> No
     insert of the same transaction, exactly as the query would."""
     from maka_ref._events.encode import encode_runtime_event
     from maka_ref._store.errors import RunSealedError
-    from maka_ref._store.insert import insert_event
+    from maka_ref._store.insert.primitive import insert_event
 
     store = RuntimeStore.open(tmp_path)
     try:
@@ -300,7 +302,7 @@ def test_rollback_after_the_facts_were_settled(tmp_path: Path, monkeypatch: pyte
     from contextlib import contextmanager
 
     from maka_ref._store import T1Input, runtime_store
-    from maka_ref._store.connection import write_transaction
+    from maka_ref._store.engine.connection import write_transaction
 
     @contextmanager
     def rolled_back_commit(conn: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from maka_ref._store import RuntimeStore, ScanBudget, StoreError
-from maka_ref._store.partial_keys import partial_stream, stream_key
+from maka_ref._store.partials import partial_stream, stream_key
 from maka_ref.testing import families as fam
 
 from tests.maka_ref.store.support import ids, open_store, raw, user_event

@@ -209,7 +209,7 @@ def test_t1_conflicting_retries(store: RuntimeStore) -> None:
     with pytest.raises(ToolLedgerRejectionError) as info:
         store.commit_tool_prepared(t1_input(fam.w_call(id="call-2"), fam.w_dispatch(id="dispatch-2")))
     assert info.value.code == "duplicate_call"
-    from maka_ref._store.tool_writers import commit_t1, prepare_t1
+    from maka_ref._store.writers.tool import commit_t1, prepare_t1
 
     prepared = prepare_t1(t1_input())
     with store.write() as conn:

@@ -27,8 +27,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from maka_ref._ledger.transition import TransitionState, validate_transition
-from maka_ref._store import RuntimeStore, T2Input, health
-from maka_ref._store.failpoints import FailpointTriggered, arm, disarm
+from maka_ref._store import RuntimeStore, T2Input
+from maka_ref._store.insert import health
+from maka_ref._store.engine.failpoints import FailpointTriggered, arm, disarm
 from tests.maka_ref.store.support import loop_t1 as t1, loop_t2 as t2, loop_tool_events as tool_events
 from tests.maka_ref.store.support import outcome_of as _outcome, raw, raw_insert
 
