@@ -30,8 +30,8 @@ from typing import Final
 
 from maka_ref._checkpoint.failure import CheckpointError
 from maka_ref._checkpoint.git import Git
-from maka_ref._checkpoint.index_file import IndexFormatError, parse_index
-from maka_ref._checkpoint.policy import CheckpointPolicy, is_excluded, policy_hash
+from maka_ref._checkpoint.index_file import IndexFormatError, index_sizes, parse_index
+from maka_ref._checkpoint.policy import CheckpointPolicy, policy_hash
 from maka_ref._checkpoint.repository import Repository
 from maka_ref._checkpoint.survey import check_limits, path_text, survey
 
@@ -64,39 +64,53 @@ def commit_message(policy_hash_value: str, workspace_identity: str, base_commit_
 
 
 def _post_check(repository: Repository, git: Git, policy: CheckpointPolicy) -> tuple[int, int]:
-    """§3.4 step 6 on the private index: returns (file count, total bytes)."""
+    """§3.4 step 6 on the private index: returns (file count, total bytes).
+
+    The staged paths are exactly the surveyed ones (``update-index`` was given the list), so
+    their text was checked already; what staging alone decides is each entry's mode (a tracked
+    file that became a repository in the meantime would be a gitlink) and size (Git measured
+    the bytes it hashed)."""
     try:
         with open(git.scratch.index, "rb") as handle:
-            parsed = parse_index(handle.read(), repository.hash_size)
+            data = handle.read()
     except FileNotFoundError:
-        return 0, 0  # nothing was ever added: an empty workspace
+        return 0, 0  # nothing was ever staged: an empty workspace
+    try:
+        summary = index_sizes(data, repository.hash_size)
     except IndexFormatError as exc:
         raise CheckpointError("git_failed", f"git wrote an index the carrier cannot read: {exc}",
-                              {"subcommand": "add", "exitStatus": 0, "stderr": ""}) from None
-    root = os.fsencode(repository.workspace)
-    sized: list[tuple[bytes, int]] = []
-    for entry in parsed.entries:
+                              {"subcommand": "update-index", "exitStatus": 0, "stderr": ""}) from None
+    sizes = summary.sizes
+    odd_modes = summary.modes - ALLOWED_MODES
+    need_paths = odd_modes or 0 in sizes or max(sizes, default=0) > policy.max_file_bytes
+    entries = parse_index(data, repository.hash_size).entries if need_paths else ()
+    if odd_modes:
+        entry = next(entry for entry in entries if entry.mode in odd_modes)
         text = path_text(entry.path)
-        if entry.mode not in ALLOWED_MODES:
-            if entry.mode & 0o170000 == 0o160000:
-                raise CheckpointError("submodules_unsupported", f"{text} became a gitlink during capture",
-                                      {"reason": "gitlink", "path": text})
-            raise CheckpointError("git_failed", f"{text} has mode {entry.mode:o} in the private index",
-                                  {"subcommand": "add", "exitStatus": 0, "stderr": ""})
-        if is_excluded(text, policy):
-            raise CheckpointError("git_failed", f"{text} is excluded yet was added",
-                                  {"subcommand": "add", "exitStatus": 0, "stderr": ""})
-        size = entry.size
-        if size == 0:  # empty, or smudged by Git's racy-clean rule: measure it
+        if entry.mode & 0o170000 == 0o160000:
+            raise CheckpointError("submodules_unsupported", f"{text} became a gitlink during capture",
+                                  {"reason": "gitlink", "path": text})
+        raise CheckpointError("git_failed", f"{text} has mode {entry.mode:o} in the private index",
+                              {"subcommand": "update-index", "exitStatus": 0, "stderr": ""})
+    if 0 in sizes:  # empty, or smudged by Git's racy-clean rule: measure those
+        root = os.fsencode(repository.workspace)
+        for i in [i for i, size in enumerate(sizes) if size == 0]:
             try:
-                info = os.lstat(os.path.join(root, entry.path))
-                if stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
-                    size = info.st_size
+                info = os.lstat(os.path.join(root, entries[i].path))
             except OSError:
-                pass
-        sized.append((entry.path, size))
-    check_limits(policy, sized)
-    return len(sized), sum(size for _, size in sized)
+                continue
+            if stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
+                sizes[i] = info.st_size
+    if len(sizes) > policy.max_files:
+        raise CheckpointError("too_many_files", f"{len(sizes)} files exceed maxFiles {policy.max_files}",
+                              {"limit": policy.max_files, "observed": len(sizes)})
+    if max(sizes, default=0) > policy.max_file_bytes:
+        check_limits(policy, [(entry.path, size) for entry, size in zip(entries, sizes)])  # names the file
+    total = sum(sizes)
+    if total > policy.max_total_bytes:
+        raise CheckpointError("workspace_too_large", f"{total} bytes exceed maxTotalBytes",
+                              {"limit": policy.max_total_bytes, "observed": total})
+    return len(sizes), total
 
 
 def capture_checkpoint(
@@ -111,12 +125,24 @@ def capture_checkpoint(
     """Steps 3–9 of §3.4 (the caller located the repository, checked its steady state, and
     chose ``checkpoint_ref``)."""
     seen = survey(repository, git, policy)
-    git.run(["add", "-A"], index=git.scratch.index)
+    # Stage exactly what the survey listed, in one process: ``update-index --add --remove``
+    # skips an entry whose stat data still match (Git's own cache, as ``add`` does), re-hashes
+    # a changed file, drops a vanished one and adds the untracked ones — ``add -A`` without its
+    # second walk of the tree and without a second read and write of the index.
     if seen.excluded_tracked:
         git.run(["update-index", "--force-remove", "-z", "--stdin"], index=git.scratch.index,
                 stdin=b"".join(path + b"\0" for path in seen.excluded_tracked))
-    file_count, total_bytes = _post_check(repository, git, policy)
-    _, tree_out, _ = git.run(["write-tree"], index=git.scratch.index)
+    paths = seen.tracked + [path for path, _ in seen.untracked]
+    if paths:
+        git.run(["update-index", "--add", "--remove", "-z", "--stdin"], index=git.scratch.index,
+                stdin=b"\0".join(paths) + b"\0")
+    writing = git.start(["write-tree"], index=git.scratch.index)  # Git writes the tree while we check
+    try:
+        file_count, total_bytes = _post_check(repository, git, policy)
+    except BaseException:
+        writing.abandon()
+        raise
+    _, tree_out, _ = writing.wait()
     tree_oid = tree_out.decode("ascii").strip()
     hash_value = policy_hash(policy)
     message = commit_message(hash_value, workspace_identity, repository.head)

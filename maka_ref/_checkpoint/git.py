@@ -22,6 +22,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -38,6 +39,7 @@ __all__ = [
     "Git",
     "GitProgram",
     "GitScratch",
+    "Pending",
     "find_git",
 ]
 
@@ -103,23 +105,21 @@ def find_git(search_path: str | None = None, timeout: float = 10.0) -> GitProgra
 class GitScratch:
     """A private ``0700`` temporary directory for one operation; removed by :meth:`close`.
 
-    Holds ``home/`` (``HOME``), ``hooks/`` (empty: ``core.hooksPath``), ``exclude`` (the
-    policy's excluded paths: ``core.excludesFile``), ``attributes`` (empty:
-    ``core.attributesFile``) and the private index path (not created: Git creates it)."""
+    It is ``HOME`` (no configuration file is ever written there) and names ``no-hooks/`` (never
+    created: ``core.hooksPath``), ``exclude`` (the policy's excluded paths: ``core.excludesFile``;
+    ``core.attributesFile`` is the null device) and the private index path (not created: Git
+    creates it)."""
 
     def __init__(self, policy: CheckpointPolicy) -> None:
         self.root = tempfile.mkdtemp(prefix="maka-checkpoint-")
         try:
-            self.home = os.path.join(self.root, "home")
-            self.hooks = os.path.join(self.root, "hooks")
-            os.mkdir(self.home, 0o700)
-            os.mkdir(self.hooks, 0o700)
+            self.home = self.root
+            # never created: Git looks for hooks there and finds none (the directory is ours, 0700)
+            self.hooks = os.path.join(self.root, "no-hooks")
             self.exclude = os.path.join(self.root, "exclude")
-            self.attributes = os.path.join(self.root, "attributes")
+            self.attributes = os.devnull  # an empty attributes file
             with open(self.exclude, "wb") as handle:
                 handle.write(exclude_file_text(policy))
-            with open(self.attributes, "wb"):
-                pass
             self.index = os.path.join(self.root, "index")
         except BaseException:
             shutil.rmtree(self.root, ignore_errors=True)
@@ -161,7 +161,7 @@ class Git:
         env = {
             "PATH": os.pathsep.join([os.path.dirname(self.program.path), os.defpath]),
             "HOME": self.scratch.home,
-            "XDG_CONFIG_HOME": os.path.join(self.scratch.home, ".config"),
+            "XDG_CONFIG_HOME": os.path.join(self.scratch.home, "xdg"),
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": os.devnull,
             "GIT_ATTR_NOSYSTEM": "1",
@@ -227,25 +227,22 @@ class Git:
         work_tree: str | None = None,
     ) -> tuple[int, bytes, bytes]:
         """Run one command to completion; ``(status, stdout, stderr)`` for a status in ``ok``,
-        else a ``CheckpointError``. ``index`` sets ``GIT_INDEX_FILE`` (only ever the scratch
-        index: the caller passes ``self.scratch.index`` or another private file)."""
+        else a ``CheckpointError``. ``index`` sets ``GIT_INDEX_FILE`` (only ever a private
+        file: the scratch index or another file the carrier owns)."""
+        return self.start(args, index=index, stdin=stdin, work_tree=work_tree).wait(ok)
+
+    def start(
+        self,
+        args: Sequence[str],
+        *,
+        index: str | None = None,
+        stdin: bytes | None = None,
+        work_tree: str | None = None,
+    ) -> Pending:
+        """Start a command and return at once (the carrier parses files while Git works);
+        :meth:`Pending.wait` finishes it under the same deadline as :meth:`run`."""
         process = self._start(args, index=index, stdin=stdin is not None, work_tree=work_tree)
-        try:
-            out, err = process.communicate(input=stdin, timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            process.communicate()
-            raise CheckpointError(
-                "git_timeout", f"git {_subcommand(args)} did not finish in {self.timeout:g} s",
-                {"subcommand": _subcommand(args), "timeoutSeconds": int(self.timeout)},
-            ) from None
-        except BaseException:
-            _kill_group(process)
-            process.wait()
-            raise
-        if process.returncode not in tuple(ok):
-            raise self.failure(args, process.returncode, err)
-        return process.returncode, out, err
+        return Pending(self, list(args), process, stdin, time.monotonic() + self.timeout)
 
     def stream(
         self,
@@ -337,3 +334,39 @@ class Git:
             {"subcommand": _subcommand(args), "exitStatus": status, "stderr": tail},
         )
 
+
+
+@dataclass(slots=True)
+class Pending:
+    """A started ``git`` command (see :meth:`Git.start`)."""
+
+    git: Git
+    args: list[str]
+    process: subprocess.Popen[bytes]
+    stdin: bytes | None
+    deadline: float
+
+    def wait(self, ok: Iterable[int] = (0,)) -> tuple[int, bytes, bytes]:
+        process = self.process
+        try:
+            out, err = process.communicate(input=self.stdin, timeout=max(0.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            process.communicate()
+            raise CheckpointError(
+                "git_timeout", f"git {_subcommand(self.args)} did not finish in {self.git.timeout:g} s",
+                {"subcommand": _subcommand(self.args), "timeoutSeconds": int(self.git.timeout)},
+            ) from None
+        except BaseException:
+            _kill_group(process)
+            process.wait()
+            raise
+        if process.returncode not in tuple(ok):
+            raise self.git.failure(self.args, process.returncode, err)
+        return process.returncode, out, err
+
+    def abandon(self) -> None:
+        """Kill and reap (used when the caller fails before waiting)."""
+        if self.process.poll() is None:
+            _kill_group(self.process)
+        self.process.communicate()

@@ -19,12 +19,14 @@ from __future__ import annotations
 import hashlib
 import struct
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
-__all__ = ["IndexEntry", "IndexFile", "IndexFormatError", "parse_index"]
+__all__ = ["IndexEntry", "IndexFile", "IndexFormatError", "IndexSizes", "check_header", "index_sizes", "parse_index"]
 
 _HEADER: Final = struct.Struct(">4sII")
-_STAT: Final = struct.Struct(">10I")  # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size
+_STAT_SIZE: Final = 40  # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size: ten 32-bit fields
+_MODE_SIZE: Final = struct.Struct(">I8xI")  # mode (offset 24) and size (offset 36)
+_FLAGS: Final = struct.Struct(">H")
 _ASSUME_VALID: Final = 0x8000
 _EXTENDED: Final = 0x4000
 _SKIP_WORKTREE: Final = 0x4000
@@ -40,16 +42,32 @@ class IndexFormatError(ValueError):
         self.reason = reason
 
 
-@dataclass(frozen=True, slots=True)
-class IndexEntry:
+class IndexEntry(NamedTuple):
+    """One entry: the path, mode and size Git stores, and its raw flag words (a named tuple
+    built with ``tuple.__new__``: ten thousand of them are built per capture)."""
+
     path: bytes
     mode: int
     #: ``st_size`` truncated to 32 bits, as Git stores it (0 for a "smudged" racy entry).
     size: int
-    stage: int
-    assume_valid: bool
-    skip_worktree: bool
-    intent_to_add: bool
+    flags: int
+    extended_flags: int
+
+    @property
+    def stage(self) -> int:
+        return (self.flags >> 12) & 0x3
+
+    @property
+    def assume_valid(self) -> bool:
+        return bool(self.flags & _ASSUME_VALID)
+
+    @property
+    def skip_worktree(self) -> bool:
+        return bool(self.extended_flags & _SKIP_WORKTREE)
+
+    @property
+    def intent_to_add(self) -> bool:
+        return bool(self.extended_flags & _INTENT_TO_ADD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +94,9 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
     return value, pos
 
 
-def parse_index(data: bytes, hash_size: int) -> IndexFile:
-    """Parse ``data`` (a whole index file) for a repository whose object ids have
-    ``hash_size`` bytes (20 for SHA-1, 32 for SHA-256). Checks the trailing checksum (an
-    all-zero trailer — Git's ``index.skipHash`` — is accepted)."""
+def check_header(data: bytes, hash_size: int) -> tuple[int, int]:
+    """Signature, version and the trailing checksum (an all-zero trailer — Git's
+    ``index.skipHash`` — is accepted); returns ``(version, entry count)``."""
     if hash_size not in (20, 32):
         raise ValueError("hash_size is 20 or 32")
     if len(data) < _HEADER.size + hash_size:
@@ -95,48 +112,50 @@ def parse_index(data: bytes, hash_size: int) -> IndexFile:
         digest = (hashlib.sha1 if hash_size == 20 else hashlib.sha256)(data[:body_end]).digest()
         if digest != trailer:
             raise IndexFormatError("checksum", "index checksum does not match its content")
-    fixed = _STAT.size + hash_size + 2
+    return version, count
+
+
+def parse_index(data: bytes, hash_size: int) -> IndexFile:
+    """Parse ``data`` (a whole index file) for a repository whose object ids have
+    ``hash_size`` bytes (20 for SHA-1, 32 for SHA-256). Checks the trailing checksum (an
+    all-zero trailer — Git's ``index.skipHash`` — is accepted)."""
+    version, count = check_header(data, hash_size)
+    body_end = len(data) - hash_size
+    fixed = _STAT_SIZE + hash_size + 2
+    flags_at = _STAT_SIZE + hash_size
+    unpack_mode_size, unpack_flags, find = _MODE_SIZE.unpack_from, _FLAGS.unpack_from, data.find
     pos = _HEADER.size
     previous = b""
     entries: list[IndexEntry] = []
+    append, new = entries.append, tuple.__new__
     for _ in range(count):
         if pos + fixed > body_end:
             raise IndexFormatError("truncated", "index ends inside an entry")
-        stat = _STAT.unpack_from(data, pos)
-        (flags,) = struct.unpack_from(">H", data, pos + _STAT.size + hash_size)
+        mode, size = unpack_mode_size(data, pos + 24)
+        (flags,) = unpack_flags(data, pos + flags_at)
         cursor = pos + fixed
         extended = 0
         if flags & _EXTENDED:
             if version < 3:
                 raise IndexFormatError("flags", "extended flags in a version 2 index")
-            (extended,) = struct.unpack_from(">H", data, cursor)
+            (extended,) = unpack_flags(data, cursor)
             cursor += 2
         if version == 4:
             strip, cursor = _varint(data, cursor)
-            end = data.find(b"\0", cursor, body_end)
+            end = find(b"\0", cursor, body_end)
             if end < 0 or strip > len(previous):
                 raise IndexFormatError("truncated", "index path is not terminated")
             path = previous[: len(previous) - strip] + data[cursor:end]
             pos = end + 1
+            previous = path
         else:
-            end = data.find(b"\0", cursor, body_end)
-            if end < 0:
-                raise IndexFormatError("truncated", "index path is not terminated")
-            path = data[cursor:end]
             length = flags & _NAME_MASK
-            if length != _NAME_MASK and length != len(path):
-                raise IndexFormatError("truncated", "index path length disagrees with its flags")
-            pos += (fixed + (2 if flags & _EXTENDED else 0) + len(path) + 8) & ~7
-        previous = path
-        entries.append(IndexEntry(
-            path=path,
-            mode=stat[6],
-            size=stat[9],
-            stage=(flags >> 12) & 0x3,
-            assume_valid=bool(flags & _ASSUME_VALID),
-            skip_worktree=bool(extended & _SKIP_WORKTREE),
-            intent_to_add=bool(extended & _INTENT_TO_ADD),
-        ))
+            end = cursor + length if length != _NAME_MASK else find(b"\0", cursor, body_end)
+            if end < 0 or end >= body_end or data[end] != 0:
+                raise IndexFormatError("truncated", "index path is not terminated where its flags say")
+            path = data[cursor:end]
+            pos += (end - pos + 8) & ~7
+        append(new(IndexEntry, (path, mode, size, flags, extended)))  # no Python-level __new__
     extensions: list[bytes] = []
     while pos < body_end:
         if pos + 8 > body_end:
@@ -148,3 +167,44 @@ def parse_index(data: bytes, hash_size: int) -> IndexFile:
             raise IndexFormatError("truncated", "index extension overruns the file")
         extensions.append(signature)
     return IndexFile(version, tuple(entries), tuple(extensions))
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSizes:
+    """What the capture's post-check needs: every entry's size and the set of modes."""
+
+    sizes: list[int]
+    modes: set[int]
+
+
+def index_sizes(data: bytes, hash_size: int) -> IndexSizes:
+    """:func:`parse_index` reduced to sizes and the set of modes — the same walk over the
+    entries with nothing built per entry but an integer, because the post-check of every
+    capture runs it on ten thousand entries (spec-phase4 §3.4 step 6). A caller that needs a
+    path (to name an offending entry) parses again with :func:`parse_index`."""
+    version, count = check_header(data, hash_size)
+    if version == 4:  # prefix-compressed paths: the general parser walks them
+        entries = parse_index(data, hash_size).entries
+        return IndexSizes([e.size for e in entries], {e.mode for e in entries})
+    body_end = len(data) - hash_size
+    fixed = _STAT_SIZE + hash_size + 2
+    flags_at = _STAT_SIZE + hash_size
+    unpack_mode_size, unpack_flags, find = _MODE_SIZE.unpack_from, _FLAGS.unpack_from, data.find
+    sizes: list[int] = []
+    modes: set[int] = set()
+    add_size, add_mode = sizes.append, modes.add
+    pos = _HEADER.size
+    for _ in range(count):
+        if pos + fixed > body_end:
+            raise IndexFormatError("truncated", "index ends inside an entry")
+        mode, size = unpack_mode_size(data, pos + 24)
+        (flags,) = unpack_flags(data, pos + flags_at)
+        length = flags & _NAME_MASK
+        cursor = pos + fixed + (2 if flags & _EXTENDED else 0)
+        end = cursor + length if length != _NAME_MASK else find(b"\0", cursor, body_end)
+        if end < 0 or end >= body_end or data[end] != 0:
+            raise IndexFormatError("truncated", "index path is not terminated where its flags say")
+        add_size(size)
+        add_mode(mode)
+        pos += (end - pos + 8) & ~7
+    return IndexSizes(sizes, modes)

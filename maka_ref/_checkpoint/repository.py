@@ -75,17 +75,23 @@ def locate_repository(workspace: str, git: Git) -> Repository:
         raise CheckpointError("workspace_not_a_directory", f"workspace {workspace} is not a directory")
     real = os.path.realpath(os.path.abspath(workspace))
     git.cwd, git.git_dir, git.work_tree = real, None, None
-    _, out, _ = git.run(["rev-parse", "--is-bare-repository", "--is-inside-git-dir", "--absolute-git-dir",
-                         "--git-common-dir", "--show-object-format"])
+    # One call: ``--show-toplevel`` fails (128) in a bare repository or a Git directory after
+    # the first five answers are printed; ``--verify -q HEAD^{commit}`` fails (1) on an unborn
+    # HEAD after the first six.
+    args = ["rev-parse", "--is-bare-repository", "--is-inside-git-dir", "--absolute-git-dir", "--git-common-dir",
+            "--show-object-format", "--show-toplevel", "--verify", "-q", "HEAD^{commit}"]
+    status, out, err = git.run(args, ok=(0, 1, 128))
     lines = _lines(out)
-    if len(lines) != 5:
-        raise CheckpointError("git_failed", "git rev-parse gave an unexpected answer",
-                              {"subcommand": "rev-parse", "exitStatus": 0, "stderr": ""})
-    bare, inside_git_dir, git_dir, common_dir, object_format = lines
-    if bare == "true" or inside_git_dir == "true":
+    if len(lines) >= 2 and "true" in lines[:2]:
         raise CheckpointError("bare_repository", "the workspace is a bare repository or a Git directory")
-    _, top, _ = git.run(["rev-parse", "--show-toplevel"])
-    toplevel = os.path.realpath(os.fsdecode(top.rstrip(b"\n")))
+    if status == 128 or len(lines) not in (6, 7) or (status == 1) != (len(lines) == 6):
+        if status != 0:
+            raise git.failure(args, status, err)
+        raise CheckpointError("git_failed", "git rev-parse gave an unexpected answer",
+                              {"subcommand": "rev-parse", "exitStatus": status, "stderr": ""})
+    _, _, git_dir, common_dir, object_format, top = lines[:6]
+    head = lines[6] if len(lines) == 7 else None
+    toplevel = os.path.realpath(top)
     if toplevel != real:
         raise CheckpointError("workspace_not_worktree_root", "the workspace is not the top level of its Git worktree",
                               {"toplevel": toplevel})
@@ -95,8 +101,6 @@ def locate_repository(workspace: str, git: Git) -> Repository:
     git_dir_real = os.path.realpath(git_dir)
     common_real = os.path.realpath(os.path.join(real, common_dir))
     git.git_dir, git.work_tree = git_dir_real, real
-    _, head_out, _ = git.run(["rev-parse", "--verify", "-q", "HEAD^{commit}"], ok=(0, 1))
-    head = head_out.decode("ascii", "replace").strip() or None
     return Repository(real, git_dir_real, common_real, object_format, head)
 
 
