@@ -100,6 +100,8 @@ class PowerLossFS(mfusepy.Operations):
         self.handles: dict[int, _Handle] = {}
         self.ops = 0
         self.op_counts: dict[str, int] = {}
+        if os.path.lexists(self.backing / EFFECT_LOG):  # an effect log from before the mount goes on outside
+            os.rename(self.backing / EFFECT_LOG, self.outside / EFFECT_LOG)
         root = os.lstat(self.backing)
         self.model = Model(self._node(root.st_ino))
         self.model.modes[self.model.root] = stat.S_IMODE(root.st_mode)
@@ -494,6 +496,12 @@ class PowerLossFS(mfusepy.Operations):
             return {"ops": self.ops, "dirty": {where.get(n, f"node {n}"): size for n, size in self.model.dirty().items()},
                     "pending": [op.label for op in self.model.pending], "syncs": dict(self.model.syncs),
                     "opCounts": dict(self.op_counts)}
+
+    def sync_all(self) -> None:
+        """Everything durable, as ``syncfs`` would make it (a control request; the kernel does
+        not forward ``syncfs`` to this filesystem)."""
+        with self._mutex:
+            self.model.sync_all()
 
     def cut(self, after: Path, granularity: int | None, seed: int) -> dict[str, Any]:
         """Lose power: freeze, revert, rebuild the durable tree at ``after``; a report."""

@@ -78,8 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     say({"ok": True, "report": fs.cut(Path(request["after"]), int(granularity) if granularity else None,
                                                       int(request.get("seed", 0)))})
                 elif op == "sync_all":
-                    with fs._mutex:
-                        fs.model.sync_all()
+                    fs.sync_all()
                     say({"ok": True})
                 else:
                     say({"ok": False, "error": f"unknown op {op!r}"})

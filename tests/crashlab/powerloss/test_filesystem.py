@@ -253,3 +253,13 @@ def test_a_server_that_never_mounts_times_out_and_leaves_nothing(tmp_path: Path,
     assert time.monotonic() - started < 10
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert (tmp_path / "ws").is_dir() and not is_mounted(tmp_path / "ws")
+
+
+def test_an_effect_log_from_before_the_mount_keeps_every_line(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / ".maka-effects.jsonl").write_bytes(b'{"operationId": "before"}\n')
+    with mounted(tmp_path) as (mount, ws):
+        with open(ws / ".maka-effects.jsonl", "ab") as log:
+            log.write(b'{"operationId": "during"}\n')
+        mount.lose_power()
+    assert read(ws / ".maka-effects.jsonl") == b'{"operationId": "before"}\n{"operationId": "during"}\n'
