@@ -80,7 +80,7 @@ def _usable_seed(repository: Repository, git: Git) -> bool:
 
 def _load_tree(repository: Repository, git: Git, tree_oid: str) -> None:
     if _usable_seed(repository, git):
-        status, _, _ = git.run(["read-tree", "-m", tree_oid], index=git.scratch.index, ok=(0, 128))
+        status, _, _ = git.run(["read-tree", "-m", "-i", tree_oid], index=git.scratch.index, ok=(0, 128))
         if status == 0:
             return
     if os.path.lexists(git.scratch.index):
