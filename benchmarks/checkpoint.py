@@ -54,7 +54,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _git(cwd: Path, *args: str, **env: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, env=_env(**env), capture_output=True)
+    done = subprocess.run(["git", *args], cwd=cwd, env=_env(**env), capture_output=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {done.stderr.decode(errors='replace').strip()}")
     return done.stdout.decode()
@@ -187,8 +187,8 @@ def run(files: int, dirty: int, rounds: int, directory: Path) -> dict[str, Any]:
 
 def report(result: dict[str, Any]) -> str:
     lines = [
-        f"workspace: {result['files']} tracked files, {result['dirty']} modified + {result['dirty']} untracked, "
-        f"500 ignored; capture holds {result['capturedFiles']} files, {result['capturedBytes']:,} bytes",
+        (f"workspace: {result['files']} tracked files, {result['dirty']} modified + {result['dirty']} untracked, "
+         f"500 ignored; capture holds {result['capturedFiles']} files, {result['capturedBytes']:,} bytes"),
         f"{result['git']}, Python {result['python']}, {result['cpus']} CPUs, {result['rounds']} rounds",
         "",
         f"{'variant':<14}{'median s':>10}{'min s':>10}{'× plain':>9}{'CPU s':>9}{'CPU × plain':>13}",
@@ -200,11 +200,11 @@ def report(result: dict[str, Any]) -> str:
                      f"{cpu:>9.3f}{cpu / plain_cpu:>13.2f}")
     lines += [
         "",
-        f"capture / plain = {result['ratioCaptureToPlain']:.2f} wall, {result['cpuRatioCaptureToPlain']:.2f} CPU "
-        f"(target <= 2.00: {'met' if result['ratioCaptureToPlain'] <= 2.0 else 'NOT met'}); "
-        f"all variants wrote the same tree: {result['sameTree']}; load average {result['loadAverage']:.1f}",
-        f"verify {result['verifySeconds']:.3f} s, compare {result['compareSeconds']:.3f} s "
-        f"(clean: {result['compareClean']}) — informational",
+        (f"capture / plain = {result['ratioCaptureToPlain']:.2f} wall, {result['cpuRatioCaptureToPlain']:.2f} CPU "
+         f"(target <= 2.00: {'met' if result['ratioCaptureToPlain'] <= 2.0 else 'NOT met'}); "
+         f"all variants wrote the same tree: {result['sameTree']}; load average {result['loadAverage']:.1f}"),
+        (f"verify {result['verifySeconds']:.3f} s, compare {result['compareSeconds']:.3f} s "
+         f"(clean: {result['compareClean']}) — informational"),
     ]
     return "\n".join(lines)
 

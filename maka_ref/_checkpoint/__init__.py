@@ -17,9 +17,17 @@ May import: the standard library and ``maka_ref._codec``. Must not import ``maka
 """
 
 from maka_ref._checkpoint.capture import CaptureResult
-from maka_ref._checkpoint.carrier import DEFAULT_GRACE_SECONDS, Eligibility, GitCheckpointCarrier
+from maka_ref._checkpoint.carrier import (
+    DEFAULT_GRACE_SECONDS,
+    Eligibility,
+    GitCheckpointCarrier,
+)
 from maka_ref._checkpoint.compare import DRIFT_KINDS, Change, Drift
-from maka_ref._checkpoint.failure import ELIGIBILITY_CODES, OPERATION_CODES, CheckpointError
+from maka_ref._checkpoint.failure import (
+    ELIGIBILITY_CODES,
+    OPERATION_CODES,
+    CheckpointError,
+)
 from maka_ref._checkpoint.policy import (
     DEFAULT_POLICY,
     DEFAULT_POLICY_HASH,
@@ -28,7 +36,13 @@ from maka_ref._checkpoint.policy import (
     policy_document,
     policy_hash,
 )
-from maka_ref._checkpoint.refs import REF_PREFIX, CollectResult, ListedCheckpoint, make_ref, parse_ref
+from maka_ref._checkpoint.refs import (
+    REF_PREFIX,
+    CollectResult,
+    ListedCheckpoint,
+    make_ref,
+    parse_ref,
+)
 from maka_ref._checkpoint.restore import RestoreResult
 from maka_ref._checkpoint.verify import TreeEntry, VerifiedCheckpoint
 

@@ -60,7 +60,7 @@ def commit_message(policy_hash_value: str, workspace_identity: str, base_commit_
     return (
         f"{COMMIT_TITLE}\n\nMaka-Checkpoint-Policy: {policy_hash_value}\n"
         f"Maka-Workspace-Identity: {workspace_identity}\nMaka-Base-Commit: {base_commit_oid or 'none'}\n"
-    ).encode("utf-8")
+    ).encode()
 
 
 def _post_check(repository: Repository, git: Git, policy: CheckpointPolicy) -> tuple[int, int]:

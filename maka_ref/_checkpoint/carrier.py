@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from maka_ref._checkpoint.capture import CaptureResult, capture_checkpoint
 from maka_ref._checkpoint.compare import Drift, compare_workspace
 from maka_ref._checkpoint.failure import CheckpointError
-from maka_ref._checkpoint.git import DEFAULT_TIMEOUT_SECONDS, Git, GitProgram, GitScratch, find_git
+from maka_ref._checkpoint.git import (
+    DEFAULT_TIMEOUT_SECONDS,
+    Git,
+    GitProgram,
+    GitScratch,
+    find_git,
+)
 from maka_ref._checkpoint.policy import DEFAULT_POLICY, CheckpointPolicy, policy_hash
 from maka_ref._checkpoint.refs import (
     CollectResult,
@@ -34,7 +40,11 @@ from maka_ref._checkpoint.refs import (
     list_checkpoints,
     make_ref,
 )
-from maka_ref._checkpoint.repository import Repository, check_steady_state, locate_repository
+from maka_ref._checkpoint.repository import (
+    Repository,
+    check_steady_state,
+    locate_repository,
+)
 from maka_ref._checkpoint.restore import RestoreResult, check_destination, materialize
 from maka_ref._checkpoint.survey import survey
 from maka_ref._checkpoint.verify import VerifiedCheckpoint, verify_checkpoint

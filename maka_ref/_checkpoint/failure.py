@@ -14,7 +14,7 @@ offending path, limit or git subcommand; ``message`` is for people and may chang
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final, Union
+from typing import Final
 
 __all__ = [
     "CORRUPTION_REASONS",
@@ -78,7 +78,7 @@ POLICY_VIOLATION_REASONS: Final = frozenset(
     {"mode", "excluded_path", "path_not_utf8", "too_many_files", "file_too_large", "workspace_too_large"}
 )
 
-Detail = Union[str, int, bool]
+Detail = str | int | bool
 
 
 class CheckpointError(Exception):

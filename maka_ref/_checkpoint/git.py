@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Self
 
 from maka_ref._checkpoint.failure import CheckpointError
 from maka_ref._checkpoint.policy import CheckpointPolicy, exclude_file_text
@@ -128,7 +128,7 @@ class GitScratch:
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
 
-    def __enter__(self) -> GitScratch:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -33,8 +33,8 @@ __all__ = [
     "CheckpointPolicy",
     "decode_policy",
     "exclude_file_text",
-    "first_components",
     "exclusion_matcher",
+    "first_components",
     "is_excluded",
     "policy_document",
     "policy_hash",
@@ -80,7 +80,7 @@ def _path_problem(entry: Any) -> str | None:
         return "an excluded path is a non-empty string"
     if "\0" in entry or "\n" in entry or "\r" in entry or "\\" in entry:
         return f"excluded path {entry!r} holds NUL, a line break or a backslash"
-    body = entry[:-1] if entry.endswith("/") else entry
+    body = entry.removesuffix("/")
     if not body or body.startswith("/"):
         return f"excluded path {entry!r} is not a relative path"
     if any(part in ("", ".", "..") for part in body.split("/")):

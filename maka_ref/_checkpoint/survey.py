@@ -32,7 +32,11 @@ from typing import Final
 from maka_ref._checkpoint.failure import CheckpointError
 from maka_ref._checkpoint.git import Git
 from maka_ref._checkpoint.index_file import IndexFormatError, check_header, parse_index
-from maka_ref._checkpoint.policy import CheckpointPolicy, exclusion_matcher, first_components
+from maka_ref._checkpoint.policy import (
+    CheckpointPolicy,
+    exclusion_matcher,
+    first_components,
+)
 from maka_ref._checkpoint.repository import Repository
 
 __all__ = [

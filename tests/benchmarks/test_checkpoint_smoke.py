@@ -14,7 +14,7 @@ import pytest
 # packages (append, not insert, so ``maka_ref`` still comes from the installation under test).
 sys.path.append(str(Path(__file__).resolve().parents[2]))
 
-from benchmarks import checkpoint  # noqa: E402
+from benchmarks import checkpoint
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="the git program is not installed")

@@ -7,8 +7,15 @@ from pathlib import Path
 import pytest
 
 from maka_ref._checkpoint import CheckpointError, GitCheckpointCarrier
-
-from tests.maka_ref.checkpoint.support import IDENTITY, OTHER_IDENTITY, git, maka_refs, needs_git, posix_only, rich_repo
+from tests.maka_ref.checkpoint.support import (
+    IDENTITY,
+    OTHER_IDENTITY,
+    git,
+    maka_refs,
+    needs_git,
+    posix_only,
+    rich_repo,
+)
 
 pytestmark = [needs_git, posix_only]
 

@@ -14,8 +14,14 @@ from pathlib import Path
 import pytest
 
 from maka_ref._checkpoint import GitCheckpointCarrier
-
-from tests.maka_ref.checkpoint.support import IDENTITY, maka_refs, needs_git, posix_only, rich_repo, user_state
+from tests.maka_ref.checkpoint.support import (
+    IDENTITY,
+    maka_refs,
+    needs_git,
+    posix_only,
+    rich_repo,
+    user_state,
+)
 
 pytestmark = [needs_git, posix_only]
 

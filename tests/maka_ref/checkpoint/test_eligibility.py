@@ -4,13 +4,17 @@ and capture refusing with the same code before anything reaches the user's objec
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
-from maka_ref._checkpoint import ELIGIBILITY_CODES, CheckpointError, CheckpointPolicy, GitCheckpointCarrier
-
+from maka_ref._checkpoint import (
+    ELIGIBILITY_CODES,
+    CheckpointError,
+    CheckpointPolicy,
+    GitCheckpointCarrier,
+)
 from tests.maka_ref.checkpoint.support import (
     GIT,
     IDENTITY,

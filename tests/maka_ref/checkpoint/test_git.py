@@ -12,7 +12,6 @@ import psutil
 import pytest
 
 from maka_ref._checkpoint import CheckpointError, GitCheckpointCarrier
-
 from tests.maka_ref.checkpoint.support import (
     GIT,
     IDENTITY,

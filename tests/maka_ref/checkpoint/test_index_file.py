@@ -9,8 +9,13 @@ from pathlib import Path
 import pytest
 
 from maka_ref._checkpoint.index_file import IndexFormatError, parse_index
-
-from tests.maka_ref.checkpoint.support import git, init_repo, needs_git, posix_only, write
+from tests.maka_ref.checkpoint.support import (
+    git,
+    init_repo,
+    needs_git,
+    posix_only,
+    write,
+)
 
 pytestmark = [needs_git, posix_only]
 

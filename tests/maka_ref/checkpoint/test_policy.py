@@ -7,8 +7,19 @@ import json
 
 import pytest
 
-from maka_ref._checkpoint import CheckpointError, decode_policy, policy_document, policy_hash
-from maka_ref._checkpoint.policy import DEFAULT_POLICY, DEFAULT_POLICY_HASH, CheckpointPolicy, exclude_file_text, is_excluded
+from maka_ref._checkpoint import (
+    CheckpointError,
+    decode_policy,
+    policy_document,
+    policy_hash,
+)
+from maka_ref._checkpoint.policy import (
+    DEFAULT_POLICY,
+    DEFAULT_POLICY_HASH,
+    CheckpointPolicy,
+    exclude_file_text,
+    is_excluded,
+)
 
 #: The canonical document of spec-phase4 §2.5, copied from the spec text.
 SPEC_DOCUMENT = (

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from maka_ref._checkpoint import CheckpointError, GitCheckpointCarrier
-
 from tests.maka_ref.checkpoint.support import (
     IDENTITY,
     git_dir,

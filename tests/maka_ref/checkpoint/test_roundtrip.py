@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from maka_ref._checkpoint import DEFAULT_POLICY_HASH, GitCheckpointCarrier
-
 from tests.maka_ref.checkpoint.support import (
     IDENTITY,
     git,

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from maka_ref._checkpoint import GitCheckpointCarrier
-
 from tests.maka_ref.checkpoint.support import (
     IDENTITY,
     git,

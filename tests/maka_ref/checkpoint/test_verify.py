@@ -9,8 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from maka_ref._checkpoint import DEFAULT_POLICY_HASH, CheckpointError, CheckpointPolicy, GitCheckpointCarrier, policy_hash
-
+from maka_ref._checkpoint import (
+    DEFAULT_POLICY_HASH,
+    CheckpointError,
+    CheckpointPolicy,
+    GitCheckpointCarrier,
+    policy_hash,
+)
 from tests.maka_ref.checkpoint.support import (
     IDENTITY,
     OTHER_IDENTITY,
