@@ -43,6 +43,7 @@ from maka_ref._checkpoint.refs import (
 from maka_ref._checkpoint.repository import (
     Repository,
     check_steady_state,
+    check_workspace_path,
     locate_repository,
 )
 from maka_ref._checkpoint.restore import RestoreResult, check_destination, materialize
@@ -100,6 +101,7 @@ class GitCheckpointCarrier:
 
     @contextmanager
     def _session(self, workspace: str) -> Iterator[tuple[Repository, Git]]:
+        check_workspace_path(workspace)  # §3.3 check 1 comes before looking for git
         program = self._git_program()
         with GitScratch(self.policy) as scratch:
             git = Git(program, scratch, self.timeout)

@@ -21,7 +21,14 @@ from typing import Final
 from maka_ref._checkpoint.failure import CheckpointError
 from maka_ref._checkpoint.git import Git
 
-__all__ = ["HASH_SIZES", "IN_PROGRESS_MARKERS", "Repository", "check_steady_state", "locate_repository"]
+__all__ = [
+    "HASH_SIZES",
+    "IN_PROGRESS_MARKERS",
+    "Repository",
+    "check_steady_state",
+    "check_workspace_path",
+    "locate_repository",
+]
 
 #: Object format → raw object id length.
 HASH_SIZES: Final = {"sha1": 20, "sha256": 32}
@@ -63,8 +70,8 @@ def _lines(out: bytes) -> list[str]:
     return out.decode("utf-8", "surrogateescape").splitlines()
 
 
-def locate_repository(workspace: str, git: Git) -> Repository:
-    """Checks 1 and 4–8 of §3.3; on success ``git`` is bound to the repository."""
+def check_workspace_path(workspace: str) -> None:
+    """Check 1 of §3.3 (before ``git`` is even looked for)."""
     try:
         info = os.stat(workspace)
     except OSError as exc:
@@ -73,6 +80,11 @@ def locate_repository(workspace: str, git: Git) -> Repository:
         raise CheckpointError("workspace_not_found", f"workspace {workspace} cannot be read: {exc.strerror}") from None
     if not stat.S_ISDIR(info.st_mode):
         raise CheckpointError("workspace_not_a_directory", f"workspace {workspace} is not a directory")
+
+
+def locate_repository(workspace: str, git: Git) -> Repository:
+    """Checks 1 and 4–8 of §3.3; on success ``git`` is bound to the repository."""
+    check_workspace_path(workspace)
     real = os.path.realpath(os.path.abspath(workspace))
     git.cwd, git.git_dir, git.work_tree = real, None, None
     # One call: ``--show-toplevel`` fails (128) in a bare repository or a Git directory after

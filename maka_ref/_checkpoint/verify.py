@@ -211,10 +211,6 @@ def verify_checkpoint(
     carrier can only check a tree against a policy it holds)."""
     if parse_ref(checkpoint_ref) is None:
         raise CheckpointError("invalid_checkpoint_ref", f"{checkpoint_ref!r} is not a checkpoint ref")
-    own_hash = policy_hash(policy)
-    if expected_policy_hash != own_hash:
-        raise CheckpointError("checkpoint_policy_mismatch", "the expected policy is not the carrier's policy",
-                              {"expected": str(expected_policy_hash), "found": own_hash})
     _, out, _ = git.run(["for-each-ref", "--format=%(refname)%00%(objectname)%00%(objecttype)", checkpoint_ref])
     found = [line.split("\0") for line in out.decode("utf-8", "replace").splitlines()]
     exact = [fields for fields in found if fields[0] == checkpoint_ref]
@@ -229,6 +225,10 @@ def verify_checkpoint(
         raise _corrupt("object_missing", "the checkpoint commit cannot be read",
                        stderr=err.decode("utf-8", "replace")[-300:].strip())
     tree_oid, identity, base = _parse_commit(raw_commit, checkpoint_ref, expected_policy_hash)
+    own_hash = policy_hash(policy)
+    if expected_policy_hash != own_hash:  # the tree can only be checked against a policy held here
+        raise CheckpointError("checkpoint_policy_mismatch", "the carrier does not hold the expected policy",
+                              {"expected": str(expected_policy_hash), "found": own_hash})
     status, listing, err = git.run(["rev-list", "--objects", "--no-object-names", commit_oid], ok=(0, 1, 128))
     if status != 0:
         raise _corrupt("object_missing", "an object of the checkpoint cannot be read",

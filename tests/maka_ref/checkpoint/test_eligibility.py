@@ -187,6 +187,8 @@ def _fake_git(directory: Path, body: str) -> str:
 def test_git_missing_or_too_old(tmp_path: Path) -> None:
     ws = _committed(tmp_path)
     _expect(ws, "git_unavailable", GitCheckpointCarrier(git_search_path=str(tmp_path / "no-such-dir")))
+    # check 1 comes before check 2: a missing workspace is reported as such even without git
+    _expect(tmp_path / "absent", "workspace_not_found", GitCheckpointCarrier(git_search_path=str(tmp_path / "none")))
     old = _fake_git(tmp_path / "old", 'echo "git version 2.20.1"\n')
     _expect(ws, "git_version_unsupported", GitCheckpointCarrier(git_search_path=old), version="2.20.1")
 

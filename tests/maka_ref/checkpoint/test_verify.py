@@ -66,6 +66,9 @@ def test_missing_artifact_fails_closed_for_verify_compare_and_restore(tmp_path: 
     for call, extra in ((carrier.verify, ()), (carrier.compare, ()), (carrier.restore, (str(tmp_path / "r"),))):
         error = _code(call, str(ws), captured.checkpoint_ref, captured.policy_hash, *extra)
         assert error.code == "checkpoint_artifact_missing"
+    # §3.5 order: the artifact is looked for before any policy is compared
+    other = policy_hash(CheckpointPolicy(max_files=7))
+    assert _code(carrier.verify, str(ws), captured.checkpoint_ref, other).code == "checkpoint_artifact_missing"
     assert not (tmp_path / "r").exists()
 
 
