@@ -22,8 +22,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from benchmarks._durable_inputs import _calls
-from benchmarks._durable_throughput import RawCommits, StoreCalls
+from benchmarks._durable.inputs import _calls
+from benchmarks._durable.throughput import RawCommits, StoreCalls
 
 __all__ = ["measure_write_set"]
 

@@ -53,7 +53,7 @@ from typing import Any, Callable
 
 from crashlab import ProtocolClient, TrialSpec, default_specs, reference_command, run_sweep, run_trial
 from crashlab._client import _client as client_module
-from crashlab._client import _zygote
+from crashlab._client._zygote import client as _zygote
 
 POINTS = [f"P{i}" for i in range(12)]
 
@@ -221,7 +221,7 @@ def powerloss_vs_kill(rounds: int) -> dict[str, Any]:
 
 def _tool_pair(ws: str, i: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """T1 and T2 params of the i-th Read of one run (the spec 30 §6.2 fixture, renumbered)."""
-    from crashlab._lab.drive_prefix import fixture_params
+    from crashlab._lab.drive import fixture_params
 
     base = fixture_params(ws)
     op, pc = f"operation-{i}", f"provider-call-{i}"
@@ -251,7 +251,7 @@ def _t1t2_round(n: int, fuse: bool) -> list[float]:
     import tempfile
     from pathlib import Path
 
-    from crashlab._lab.drive_prefix import IDENT, header
+    from crashlab._lab.drive import IDENT, header
     from crashlab._lab.powerloss.mount import PowerLossMount
 
     root = Path(tempfile.mkdtemp(prefix="powerloss-bench-"))

@@ -24,7 +24,7 @@ Measures, in one process and on one disk (a temporary directory under ``--dir``)
    **Pages written per commit** (``benchmarks._write_set``, untimed): WAL frames appended by
    one raw commit, one T1 and one T2, and the b-trees they belong to. It explains why the
    ratio stays far below 0.5 where fsync is cheap (``--skip-write-set`` skips it).
-   **The same rows as literal SQL scripts** (``benchmarks._durable_floor``): each T1 and T2
+   **The same rows as literal SQL scripts** (``benchmarks._durable.floor``): each T1 and T2
    one ``executescript`` call, parsed and run entirely inside SQLite, against a raw commit
    run the same way, interleaved likewise: the ceiling of any store writing this schema
    (``--skip-floor`` skips it).
@@ -54,12 +54,12 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from benchmarks._durable_breakdown import measure_scaling
-from benchmarks._durable_floor import measure_sqlite_floor
-from benchmarks._durable_inputs import _calls
-from benchmarks._durable_rebuild import measure_rebuild
-from benchmarks._durable_report import _filesystem, print_report
-from benchmarks._durable_throughput import RawCommits, StoreCalls, measure_throughput
+from benchmarks._durable.breakdown import measure_scaling
+from benchmarks._durable.floor import measure_sqlite_floor
+from benchmarks._durable.inputs import _calls
+from benchmarks._durable.rebuild import measure_rebuild
+from benchmarks._durable.report import _filesystem, print_report
+from benchmarks._durable.throughput import RawCommits, StoreCalls, measure_throughput
 from benchmarks._write_set import measure_write_set
 
 #: ``main`` plus the names other code imports from here (``benchmarks.loop``: ``StoreCalls``,

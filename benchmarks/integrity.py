@@ -38,7 +38,7 @@ from typing import Any, Callable
 from maka_ref._store import RuntimeStore, runtime_store
 from maka_ref._store.engine.connection import connect
 
-from benchmarks._durable_rebuild import build_rebuild_ledger
+from benchmarks._durable.rebuild import build_rebuild_ledger
 
 STEPS = ("openWithoutCheck", "quickCheck", "integrityCheck", "openWithCheck")
 

@@ -35,7 +35,7 @@ from crashlab._client._results import CloseReport, Handshake, KillProof, Reply
 from crashlab._client._stderr import TAIL_BYTES
 from crashlab._lab.bundles import load_bundle, write_bundle
 from crashlab._lab.catalogue import CrashPoint, catalogue, crash_point, default_specs, variant_of
-from crashlab._lab.drive_live import crash_script
+from crashlab._lab.drive import crash_script
 from crashlab._lab.effects import FIRST, MORE, read_effects, starts_by_operation
 from crashlab._lab.engine import reference_command, run_trial
 from crashlab._lab.model import FAULTS, MODES, OUTCOMES, Check, TrialResult, TrialSpec

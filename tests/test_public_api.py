@@ -4,7 +4,8 @@ item 6: moves are pure).
 ``tests/public_api.json`` was recorded from the code *before* the store, plan and ledger were
 reorganised into rooms (the modules without a leading underscore in their path, plus the
 ``__all__`` of the private facades ``maka_ref._store``, ``maka_ref._ledger`` and
-``maka_ref._plan.continuation`` that adapters and the suite import). New names may appear;
+``maka_ref._plan.continuation`` that adapters and the suite import; the clause modules of
+``conformance.suite`` are run, not imported, and are not listed). New names may appear;
 none may disappear. To retire a public name on purpose, remove it from the file in the same
 change and say so in the changelog of the commit.
 """

@@ -56,7 +56,7 @@ def cmd_fuzz(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return _cmd_coverage(args, out, err)
     examples = args.examples if args.examples is not None else 200
     if getattr(args, "self_fuzz", False):
-        from conformance._fuzz._selffuzz import SELF_TARGETS, SelfFuzzConfig, run_self_fuzz
+        from conformance._fuzz._selffuzz.core import SELF_TARGETS, SelfFuzzConfig, run_self_fuzz
 
         if args.impl or args.only or args.no_batch or args.schedules is not None:
             print("maka-conformance: error: --self fuzzes the reference in process: "

@@ -1,9 +1,18 @@
-"""Everything POSIX about the child: spawning it, writing to it with a deadline, killing its tree.
+"""Everything POSIX about the child: spawning it, writing to it with a deadline, finding and killing its tree.
 
-Why a separate module: process groups, sessions, ``killpg``, ``select`` on pipes and the
-``/proc``-based psutil scans are the non-portable part of the client; keeping them here (and in
-the helpers ``_process_kill`` and ``_process_proc``) means a Windows port (job objects) touches
-only these files.
+Why one module: process groups, sessions, ``killpg``, ``select`` on pipes and the
+``/proc``-based scans are the non-portable part of the client; keeping them together means a
+Windows port (job objects) touches only this file.
+
+Reading order:
+
+* **``/proc`` readers** (Linux): stat rows and the pid→ppid table. They run after every reply
+  and twice per kill, so they read ``/proc/PID/stat`` directly (one read per process instead
+  of psutil's several); elsewhere psutil answers.
+* **Killing and waiting** (psutil level): "is it alive", "kill these and wait until they are
+  dead (or zombies)" — the same for every caller, independent of how a tree is found.
+* **The tree and the child**: ``ProcessTree`` decides what belongs to the tree and therefore
+  what to kill; ``spawn``, ``write_all`` with a deadline and ``watch_exit``.
 
 How the tree is found (protocol §1.2: "no process of the tree survives"):
 
@@ -26,17 +35,151 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import psutil
 
 from crashlab._client import _lifeline
 from crashlab._client._cgroup import SessionCgroup
-from crashlab._client._process_kill import _add, _alive, _in_group, _kill, _wait_dead
-from crashlab._client._process_proc import _ppid_table, _proc_table, _start_ticks
-from crashlab._client._zygote import ForkedChild, prefork_argv, spawn_forked
+from crashlab._client._zygote.client import ForkedChild, prefork_argv, spawn_forked
 
-__all__ = ["SESSION_ENV", "ProcessTree", "spawn", "watch_exit", "write_all"]
+__all__ = [
+    "ProcessTree",
+    "SESSION_ENV",
+    "spawn",
+    "watch_exit",
+    "write_all",
+]
+
+
+# Private helpers only: imported by name into crashlab._client._process.
+
+_PROC_OK = os.path.isfile("/proc/self/stat") and os.path.isdir("/proc/self/task")
+
+
+def _read_stat(pid: int) -> tuple[int, int, int, int] | None:
+    """``(ppid, pgrp, session, starttime)`` from ``/proc/PID/stat``, or ``None``."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 2048)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    fields = data[data.rfind(b")") + 2:].split()
+    try:
+        return int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _proc_table() -> dict[int, tuple[int, int, int, int]] | None:
+    """Every process's ``(ppid, pgrp, session, starttime)`` on Linux (``None`` elsewhere).
+
+    One read per process instead of psutil's several: the scans run after every reply and
+    twice per kill, so they are the client's own share of a crash cycle."""
+    if not _PROC_OK:
+        return None
+    table = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    for name in names:
+        if name.isdigit():
+            row = _read_stat(int(name))
+            if row is not None:
+                table[int(name)] = row
+    return table
+
+
+def _start_ticks(pid: int) -> int | None:
+    row = _read_stat(pid) if _PROC_OK else None
+    return row[3] if row is not None else None
+
+
+_ppids: dict[int, int] = {}
+_ppids_lock = threading.Lock()
+
+
+def _ppid_table() -> dict[int, int] | None:
+    """pid → ppid of every process, read incrementally (Linux; ``None`` elsewhere).
+
+    Why incremental: :meth:`ProcessTree.snapshot` runs after every reply; listing ``/proc``
+    is cheap, reading every ``stat`` is not, and only a process new since the last listing can
+    be a new descendant (a known process never gains a parent other than a reaper). A pid
+    reused between two listings a few milliseconds apart would need a full pid wrap-around.
+    """
+    if not _PROC_OK:
+        return None
+    try:
+        pids = {int(name) for name in os.listdir("/proc") if name.isdigit()}
+    except OSError:
+        return None
+    with _ppids_lock:
+        for gone in _ppids.keys() - pids:
+            del _ppids[gone]
+        for pid in pids - _ppids.keys():
+            row = _read_stat(pid)
+            if row is not None:
+                _ppids[pid] = row[0]
+        return dict(_ppids)
+
+
+# Private helpers only: imported by name into crashlab._client._process.
+
+_STRAGGLER_KILL_WAIT_S = 2.0
+_POLL_S = 0.01
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def _in_group(pid: int, pgid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pgid
+    except OSError:
+        return False
+
+
+def _add(found: dict[int, psutil.Process], pid: int) -> None:
+    try:
+        found[pid] = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        pass
+
+
+def _wait_dead(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Poll until every process is gone or a zombie; return those still alive at ``timeout``.
+
+    Why not ``psutil.wait_procs``: an orphan's zombie lingers until init reaps it (and some
+    container inits never do), so "pid exists" is the wrong test; "not a zombie" is right.
+    """
+    deadline = time.monotonic() + timeout
+    alive = [proc for proc in procs if _alive(proc)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(_POLL_S)
+        alive = [proc for proc in alive if _alive(proc)]
+    return alive
+
+
+def _kill(procs: Iterable[psutil.Process]) -> None:
+    targets = []
+    for proc in procs:
+        try:
+            proc.kill()
+            targets.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    _wait_dead(targets, _STRAGGLER_KILL_WAIT_S)
+
 
 #: Environment variable carrying the per-session token that marks every process of the tree.
 SESSION_ENV = "MAKA_CONFORMANCE_SESSION"
@@ -54,7 +197,7 @@ def spawn(
 
     A ``python -m MODULE`` command of this interpreter is forked from a warm zygote when
     ``prefork`` allows it (``None``: unless ``CRASHLAB_NO_PREFORK=1``), see ``_zygote``; the
-    handle then is a :class:`~crashlab._client._zygote.ForkedChild`, otherwise a ``Popen``.
+    handle then is a :class:`~crashlab._client._zygote.client.ForkedChild`, otherwise a ``Popen``.
     Either way the child joins ``cgroup`` before it runs a line of its own, and dies with
     this process (``_lifeline``).
     """

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from crashlab._lab.catalogue import CrashPoint, variant_of
-from crashlab._lab.drive_common import Driven, ok
+from crashlab._lab.drive import Driven, ok
 from crashlab._lab.effects import check_effects, notes_allowed, read_effects
 from crashlab._lab.oracles import find_run, match_state, operation_ids, reference_check, subject_run
 

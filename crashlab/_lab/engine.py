@@ -25,7 +25,7 @@ import psutil
 from crashlab._client._client import ProtocolClient
 from crashlab._client._errors import ProtocolFailure
 from crashlab._lab.catalogue import crash_point
-from crashlab._lab.drive_common import DriveError, Unreached
+from crashlab._lab.drive import DriveError, Unreached
 from crashlab._lab.model import Check, TrialResult, TrialSpec
 from crashlab._lab.timeline import Timeline, TracedClient
 
@@ -187,8 +187,8 @@ def _body(trial: _Trial) -> tuple[str, str]:
                 return "not_claimed", getattr(exc, "message", str(exc))
             raise
         return ("unreached", str(trial.evidence.get("unreached"))) if trial.evidence.get("unreached") else ("", "")
-    from crashlab._lab.drive_live import drive_live
-    from crashlab._lab.drive_prefix import drive_prefix
+    from crashlab._lab.drive import drive_live
+    from crashlab._lab.drive import drive_prefix
 
     driven = (drive_prefix if spec.mode == "prefix" else drive_live)(trial, point)
     trial.evidence["killedPid"] = driven.pid

@@ -18,7 +18,7 @@ Rules (and nothing else — every other content kind and field is returned uncha
 * drop ``providerOptions``: spec 10 §2.1's keep-list for text content does not name it, and
   spec 30 §0.2 states (golden vector) that decoding drops a text ``providerOptions``.
 
-Pure; depends on ``_events._schema_common`` (frozen builders) and ``_events.constants``.
+Pure; depends on ``_events.checkers`` (frozen builders) and ``_events.constants``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from maka_ref._codec.frozen import FrozenDict, FrozenList
-from maka_ref._events._schema_common import frozen_dict, frozen_list
+from maka_ref._events.checkers import frozen_dict, frozen_list
 from maka_ref._events.constants import (
     CONTENT_KIND_TEXT,
     LEGACY_AUTOMATION_ORIGIN_KIND,

@@ -17,7 +17,7 @@ Envelope: exactly ``{kind, version, payload}``, ``version`` exactly the number 1
   park reason); ``evidenceEventIds`` a non-empty array of non-empty, pairwise-distinct
   strings.
 
-Depends on: ``_events._schema_common`` (checkers), ``_events.constants``.
+Depends on: ``_events.checkers`` (checkers), ``_events.constants``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 from maka_ref._codec.frozen import FrozenDict, FrozenList
 from maka_ref._errors import RuntimeEventSchemaError
-from maka_ref._events._schema_common import (
+from maka_ref._events.checkers import (
     Checker,
     check_digest,
     check_nonempty_str,

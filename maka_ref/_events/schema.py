@@ -14,7 +14,7 @@ bytes, hostile subclasses — raises :class:`RuntimeEventSchemaError` with the f
 "Invalid RuntimeEvent schema" and a ``detail`` of the form ``"<path>: <what>"``; nothing else
 escapes.
 
-Depends on: ``_events._schema_common``, ``_events._schema_content``, ``_events._schema_actions``,
+Depends on: ``_events.checkers``, ``_events.content``, ``_events.actions``,
 ``_events.constants``, ``_errors``.
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 
 from maka_ref._codec.frozen import FrozenDict
 from maka_ref._errors import RuntimeEventSchemaError
-from maka_ref._events._schema_actions import decode_actions
-from maka_ref._events._schema_common import (
+from maka_ref._events.actions import decode_actions
+from maka_ref._events.checkers import (
     Checker,
     check_bool,
     check_digest,
@@ -37,7 +37,7 @@ from maka_ref._events._schema_common import (
     object_of,
     one_of,
 )
-from maka_ref._events._schema_content import decode_content
+from maka_ref._events.content import decode_content
 from maka_ref._events.constants import (
     AUTHORS,
     MODEL_VISIBILITIES,

@@ -28,8 +28,8 @@ Results are matched by **code**: a worker prints ``RESULT ok <json>`` (stdout, e
 
 ``psutil`` (a test extra) is needed only by :func:`descendant_pids`, imported lazily.
 
-Layout: the value types live in ``_process_race_types`` and the spawned-worker plumbing in
-``_process_race_spawn``; this module keeps the protocol (:func:`run_race`) and re-exports them.
+Layout: the value types live in ``_process_race.types`` and the spawned-worker plumbing in
+``_process_race.spawn``; this module keeps the protocol (:func:`run_race`) and re-exports them.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from maka_ref.testing import race_worker
-from maka_ref.testing._process_race_spawn import _wait_drained, _wait_until, _Worker
-from maka_ref.testing._process_race_types import RaceError, RaceOutcome, WorkerResult, WorkerSpec
+from maka_ref.testing._process_race.spawn import _wait_drained, _wait_until, _Worker
+from maka_ref.testing._process_race.types import RaceError, RaceOutcome, WorkerResult, WorkerSpec
 
 __all__ = [
     "OPENED_TIMEOUT_S",

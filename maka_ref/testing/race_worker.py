@@ -32,8 +32,8 @@ Environment (names of spec 30 §7.1; the last two are this harness's additions):
 
 The fixture builders (:func:`prepare_database`, :func:`completed_bundle_events`, …) are the
 spec's §7.2 prepared database and worker payloads; tests import them to assert post-states.
-They, the modes and the protocol helpers live in the private ``_race_worker_fixtures``,
-``_race_worker_modes`` and ``_race_worker_protocol`` modules and are re-exported here.
+They, the modes and the protocol helpers live in the private ``_race_worker`` package
+(``fixtures``, ``modes`` and ``protocol``) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from maka_ref._store.errors import StoreError
-from maka_ref.testing._race_worker_fixtures import (
+from maka_ref.testing._race_worker.fixtures import (
     APPEND_INVOCATION,
     APPEND_RUN,
     APPEND_SESSION,
@@ -61,8 +61,8 @@ from maka_ref.testing._race_worker_fixtures import (
     t1_input,
     t2_input,
 )
-from maka_ref.testing._race_worker_modes import MODES, OPEN_ONLY_MODES
-from maka_ref.testing._race_worker_protocol import (
+from maka_ref.testing._race_worker.modes import MODES, OPEN_ONLY_MODES
+from maka_ref.testing._race_worker.protocol import (
     ENV_COUNT,
     ENV_DB,
     ENV_MODE,

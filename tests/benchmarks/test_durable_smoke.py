@@ -62,7 +62,7 @@ def _same_rows_as_the_store(tmp_path: Path, write: Callable[[Path], None], run_o
     """``write`` fills a fresh store directory with 7 calls (3 per run) its own way; the real
     T1/T2 with the same inputs must leave exactly the same rows, and the result must pass
     the writer-open health scan."""
-    from benchmarks._durable_inputs import _calls
+    from benchmarks._durable.inputs import _calls
     from maka_ref._store import RuntimeStore
 
     write(tmp_path / "written")
@@ -83,7 +83,7 @@ def _same_rows_as_the_store(tmp_path: Path, write: Callable[[Path], None], run_o
 
 def test_shaped_sql_writes_exactly_the_store_rows(tmp_path: Path) -> None:
     """The shaped-SQL line is the schema's ceiling only if it writes what T1/T2 write."""
-    from benchmarks._durable_throughput import ShapedSql
+    from benchmarks._durable.throughput import ShapedSql
 
     def write(directory: Path) -> None:
         shaped = ShapedSql(directory, calls_per_run=3)
@@ -97,7 +97,7 @@ def test_shaped_sql_writes_exactly_the_store_rows(tmp_path: Path) -> None:
 
 def test_sqlite_floor_scripts_write_exactly_the_store_rows(tmp_path: Path) -> None:
     """Likewise for the literal SQL scripts of the ceiling check."""
-    from benchmarks._durable_floor import _Scripts
+    from benchmarks._durable.floor import _Scripts
     from maka_ref._store import RuntimeStore
 
     def write(directory: Path) -> None:

@@ -29,7 +29,7 @@ from crashlab import (  # noqa: E402  (after the importorskip)
     ProtocolFailure,
     Reply,
 )
-from crashlab._client._zygote import ForkedChild, zygote_pids  # noqa: E402
+from crashlab._client._zygote.client import ForkedChild, zygote_pids  # noqa: E402
 from crashlab.testing import bad_adapter as ba  # noqa: E402
 
 SHORT = 2.0  # the deadline of requests that are meant to time out

@@ -1,4 +1,4 @@
-"""Pre-forked children (``crashlab/_client/_zygote.py``): same protocol behaviour, real kills,
+"""Pre-forked children (``crashlab/_client/_zygote/client.py``): same protocol behaviour, real kills,
 nothing left running, and a plain spawn wherever the command is not ``python -m``.
 
 Each test uses its own environment variable value, so it gets its own zygote (zygotes are
@@ -19,8 +19,8 @@ import pytest
 psutil = pytest.importorskip("psutil")
 
 from crashlab import SESSION_ENV, ProtocolClient, ProtocolFailure, Reply  # noqa: E402
-from crashlab._client import _zygote  # noqa: E402
-from crashlab._client._zygote import ForkedChild, prefork_argv, shutdown_zygotes, zygote_pids  # noqa: E402
+from crashlab._client._zygote import client as _zygote  # noqa: E402
+from crashlab._client._zygote.client import ForkedChild, prefork_argv, shutdown_zygotes, zygote_pids  # noqa: E402
 from crashlab.testing import bad_adapter as ba  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not _zygote.supported(), reason="pre-forking needs fork and send_fds (POSIX)")

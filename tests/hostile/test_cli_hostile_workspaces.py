@@ -8,7 +8,7 @@ ledger readers on hostile inputs — and keeps the promise of :func:`check_cli`:
 process, no traceback, exit 0/2/3 (``run``: also 1), one JSON document, a stable code that is not
 ``internal_error``, nothing outside the workspace changed, and reads byte-identical.
 
-The oracle is the target's own (``conformance/_fuzz/_selffuzz_cli.py``): one definition of the
+The oracle is the target's own (``conformance/_fuzz/_selffuzz/cli.py``): one definition of the
 promise, so this test and the fuzzer cannot drift apart; ``test_the_oracle_catches_*`` prove the
 oracle is not vacuous.
 """
@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from conformance._fuzz import _selffuzz_cli as cli
-from conformance._fuzz._selffuzz_targets import Finding
+from conformance._fuzz._selffuzz import cli
+from conformance._fuzz._selffuzz.targets import Finding
 
 WORKSPACE_COMMANDS = (("interrupted", "run"), ("completed", "resume"), ("interrupted", "inspect"))
 

@@ -24,7 +24,7 @@ import struct
 from pathlib import Path
 from typing import Any, Mapping
 
-from crashlab._lab.drive_common import ok
+from crashlab._lab.drive import ok
 
 __all__ = ["WAL_FRAME_HEADER", "WAL_HEADER", "cut_points", "run_torn", "wal_frames"]
 

@@ -23,6 +23,6 @@ lab, :mod:`.mount` uses the client's lifeline and zygote, :mod:`.fault` the driv
 aftermath of the ``kill`` fault. The model's promise, its sources and its limits:
 docs/crashlab-powerloss.md.
 
-May import: ``crashlab._client``, ``crashlab._lab.aftermath``, ``crashlab._lab.drive_live``,
-``crashlab._lab.drive_prefix``.
+May import: ``crashlab._client``, ``crashlab._lab.aftermath``, ``crashlab._lab.drive``,
+``crashlab._lab.drive``.
 """

@@ -70,8 +70,8 @@ def run_powerloss(ctx: Any, point: Any, missing: Callable[[], list[str]]) -> tup
             if exc.permission:
                 return "not_run", f"not run: the system refused the FUSE mount: {exc.message}"
             return "error", f"harness error: {exc.message}"
-        from crashlab._lab.drive_live import drive_live
-        from crashlab._lab.drive_prefix import drive_prefix
+        from crashlab._lab.drive import drive_live
+        from crashlab._lab.drive import drive_prefix
 
         driven = (drive_prefix if ctx.spec.mode == "prefix" else drive_live)(ctx, point)
         ctx.evidence["killedPid"] = driven.pid

@@ -47,12 +47,13 @@ UNMOUNT_TIMEOUT = 10.0
 
 def _start_server(cwd: Path) -> Any:
     """The server process, told its directories on stdin. Forked from the crash lab's zygote
-    (:mod:`crashlab._client._zygote`: a warm interpreter that has imported the server and
+    (:mod:`crashlab._client._zygote.client`: a warm interpreter that has imported the server and
     ``mfusepy`` once, so a trial pays a ``fork``, not an interpreter start — the difference
     between ≈ 1.2× and ≈ 2× a kill trial) unless ``CRASHLAB_NO_PREFORK=1`` or the platform
     cannot; then a plain, lean interpreter (:data:`_BOOT`). Either way it dies with the harness
     (the zygote's children die with it, the plain one through the lifeline) in its own session."""
-    from crashlab._client import _lifeline, _zygote
+    from crashlab._client import _lifeline
+    from crashlab._client._zygote import client as _zygote
 
     env = dict(os.environ, FUSE_LIBRARY_PATH=_libfuse3() or "libfuse3.so.3")
     if _zygote.prefork_argv([sys.executable, "-m", "crashlab._lab.powerloss.server"], None) is not None:

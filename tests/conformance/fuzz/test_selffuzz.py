@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from conformance._cli.main import run as cli_run
-from conformance._fuzz import _selffuzz_io as sio
-from conformance._fuzz._selffuzz import SelfFuzzConfig, run_self_fuzz
+from conformance._fuzz._selffuzz import io as sio
+from conformance._fuzz._selffuzz.core import SelfFuzzConfig, run_self_fuzz
 from maka_ref._store import RuntimeStore, StoreError
 
 

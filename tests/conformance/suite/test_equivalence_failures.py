@@ -20,7 +20,7 @@ import pytest
 
 from conformance.clauses import ClauseMismatch
 from conformance.reports import ClauseResult, RunReport, render_html, render_markdown
-from conformance.suite import test_ledger_equivalence as equivalence
+from conformance.suite.ledger import test_equivalence as equivalence
 
 
 class TwoBugs:

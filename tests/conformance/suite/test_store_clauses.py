@@ -1,4 +1,4 @@
-"""The store clause modules (``conformance.suite.test_store_open``, ``test_store_append``,
+"""The store clause modules (``conformance.suite.store.test_open``, ``test_store_append``,
 ``test_store_tool_writes``, ``test_store_bundle``, ``test_store_projections``, ``test_store_reopen``,
 ``test_phase0_crash_prefixes``) pass against the reference adapter.
 
@@ -15,12 +15,12 @@ from pathlib import Path
 from tests.conformance.suite.support import assert_every_clause_passed, run_suite_modules
 
 MODULES = (
-    "conformance.suite.test_store_open",
-    "conformance.suite.test_store_append",
-    "conformance.suite.test_store_tool_writes",
-    "conformance.suite.test_store_bundle",
-    "conformance.suite.test_store_projections",
-    "conformance.suite.test_store_reopen",
+    "conformance.suite.store.test_open",
+    "conformance.suite.store.test_append",
+    "conformance.suite.store.test_tool_writes",
+    "conformance.suite.store.test_bundle",
+    "conformance.suite.store.test_projections",
+    "conformance.suite.store.test_reopen",
     "conformance.suite.test_phase0_crash_prefixes",
 )
 #: 61 writes (open/schema 4; append 11 + lanes 9; T1 14 + T2 10 + health gate 1; bundle 12) + 8 projections

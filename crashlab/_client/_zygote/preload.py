@@ -1,7 +1,7 @@
 """What the zygote imports before it forks: ``MODULE``, what its ``__main__`` imports, and
 later what its children reported (issue 6, *Performance*).
 
-Separate from :mod:`crashlab._client._zygote_server` (the fork loop) because deciding and doing
+Separate from :mod:`crashlab._client._zygote.server` (the fork loop) because deciding and doing
 the warm-up is one job; the guards it needs (flushed stdio, a single thread) live with it.
 """
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TextIO
 
 from conformance._fuzz._search import Budget, Tracker, fuzz_settings, run_search
-from conformance._fuzz._selffuzz_targets import Finding, to_wire
+from conformance._fuzz._selffuzz.targets import Finding, to_wire
 
 __all__ = ["BUNDLE_FORMAT", "SELF_TARGETS", "SelfFuzzConfig", "SelfFuzzResult", "run_self_fuzz"]
 
@@ -67,8 +67,8 @@ class SelfFuzzResult:
 
 def _target(name: str, scratch: str) -> tuple[Any, Callable[[Any], None]]:
     """(strategy, check) of one target; the store images are built here, once per run."""
-    from conformance._fuzz import _selffuzz_io as io
-    from conformance._fuzz import _selffuzz_targets as pure
+    from conformance._fuzz._selffuzz import io
+    from conformance._fuzz._selffuzz import targets as pure
 
     if name == "codec":
         return pure.codec_inputs(), pure.check_codec
@@ -78,7 +78,7 @@ def _target(name: str, scratch: str) -> tuple[Any, Callable[[Any], None]]:
         images = io.build_images(scratch)
         return io.store_cases(), lambda case: io.check_store(case, images, scratch)
     if name == "cli":
-        from conformance._fuzz import _selffuzz_cli as cli
+        from conformance._fuzz._selffuzz import cli
 
         workspaces = cli.build_cli_images(scratch)
         return cli.cli_cases(), lambda case: cli.check_cli(case, workspaces, scratch)

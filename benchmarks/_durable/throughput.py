@@ -20,7 +20,7 @@ from maka_ref._store import RuntimeStore, T1Input
 from maka_ref._store.engine.connection import connect
 from maka_ref._store.engine.rows import event_kind
 
-from benchmarks._durable_inputs import _calls
+from benchmarks._durable.inputs import _calls
 
 
 @dataclass

@@ -20,8 +20,8 @@ from maka_ref._store import RuntimeStore
 from maka_ref._store.engine.connection import connect
 from maka_ref._store.engine.rows import event_kind
 
-from benchmarks._durable_inputs import _calls
-from benchmarks._durable_throughput import _check_pragmas
+from benchmarks._durable.inputs import _calls
+from benchmarks._durable.throughput import _check_pragmas
 
 __all__ = ["measure_sqlite_floor"]
 

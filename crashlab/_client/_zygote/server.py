@@ -1,10 +1,10 @@
-"""``python -m crashlab._client._zygote_server MODULE [PRELOAD...]``: the fork server (zygote).
+"""``python -m crashlab._client._zygote.server MODULE [PRELOAD...]``: the fork server (zygote).
 
 Why it exists (issue 6, *Performance*): an implementation written in Python pays its import
 time (≈ 0.2–0.5 s for the reference adapter) in every process a crash trial starts, and a
 trial starts two to four. The zygote imports ``MODULE`` (and what its ``__main__`` imports at
 top level, and ``PRELOAD`` modules) once; every spawn is then a ``fork`` of an interpreter
-that is already warm. The client side is :mod:`crashlab._client._zygote`.
+that is already warm. The client side is :mod:`crashlab._client._zygote.client`.
 
 Protocol (all over AF_UNIX stream sockets; the client holds the other ends):
 
@@ -46,9 +46,9 @@ import sys
 from typing import Any
 
 from crashlab._client._lifeline import die_with_parent
-from crashlab._client._zygote_child import _exit_code, _finish, _max_fd
-from crashlab._client._zygote_preload import _flush_stdio, _learn, _threads, preload
-from crashlab._client._zygote_status import _on_status_readable, _reap, _recv_exact, _send
+from crashlab._client._zygote.child import _exit_code, _finish, _max_fd
+from crashlab._client._zygote.preload import _flush_stdio, _learn, _threads, preload
+from crashlab._client._zygote.status import _on_status_readable, _reap, _recv_exact, _send
 
 _REQUEST_TIMEOUT_S = 10.0
 _MAX_REQUEST = 16 * 1024 * 1024
@@ -258,7 +258,7 @@ def _accept(module: str, channel: socket.socket, children: dict[int, socket.sock
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 3 or args[0] != "--channel":
-        sys.stderr.write("usage: python -m crashlab._client._zygote_server --channel FD [--no-learn] MODULE [PRELOAD...]\n")
+        sys.stderr.write("usage: python -m crashlab._client._zygote.server --channel FD [--no-learn] MODULE [PRELOAD...]\n")
         sys.exit(2)
     channel = socket.socket(fileno=int(args[1]))
     learn = args[2] != "--no-learn"

@@ -2,7 +2,7 @@
 
 Why: a crash trial starts two to four implementation processes, and for an implementation in
 Python most of a spawn is import time (≈ 0.2–0.5 s for the reference adapter against ≈ 0.03 s
-for ``python -c pass``). A zygote (:mod:`crashlab._client._zygote_server`) imports the module
+for ``python -c pass``). A zygote (:mod:`crashlab._client._zygote.server`) imports the module
 once and forks per spawn; the fork is a few milliseconds.
 
 When it is used (:func:`prefork_argv`): the command is exactly ``[sys.executable, "-m",
@@ -181,7 +181,7 @@ class Zygote:
         self._lock = threading.Lock()
         try:
             self.proc = _lifeline.popen(  # the zygote, and so its children, die with this process
-                [sys.executable, "-m", "crashlab._client._zygote_server", "--channel", str(child.fileno()),
+                [sys.executable, "-m", "crashlab._client._zygote.server", "--channel", str(child.fileno()),
                  *([] if learn else ["--no-learn"]), module, *preload],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 env=dict(env), close_fds=True, pass_fds=(child.fileno(),), start_new_session=True,

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Sequence
 
-from maka_ref.testing._process_race_types import WorkerResult, WorkerSpec
+from maka_ref.testing._process_race.types import WorkerResult, WorkerSpec
 
 # Private helpers only; maka_ref.testing.process_race imports them by name.
 __all__: list[str] = []

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from hypothesis import strategies as st
 
-from conformance._fuzz._selffuzz_targets import Finding, call, edited_ledgers, stable_code
+from conformance._fuzz._selffuzz.targets import Finding, call, edited_ledgers, stable_code
 from maka_ref.testing.strategies import json_values, ledgers
 
 __all__ = ["FILES", "adapter_lines", "build_images", "check_adapter", "check_store", "store_cases"]

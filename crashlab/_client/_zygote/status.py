@@ -1,7 +1,7 @@
 """The zygote's end of one child's status socket: read the request, send a line, report
 the exit of a reaped child, notice that the client closed its end.
 
-Separate from :mod:`crashlab._client._zygote_server` because it is the wire format of that
+Separate from :mod:`crashlab._client._zygote.server` because it is the wire format of that
 socket (see the protocol there), not the fork loop that multiplexes the sockets.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import socket
 
-# Private helpers only: imported by name into crashlab._client._zygote_server.
+# Private helpers only: imported by name into crashlab._client._zygote.server.
 __all__: list[str] = []
 
 

@@ -11,7 +11,7 @@ import os
 from typing import Any, Callable
 
 from maka_ref.testing import families as fam
-from maka_ref.testing._race_worker_fixtures import (
+from maka_ref.testing._race_worker.fixtures import (
     FIXED_TARGET,
     append_event,
     completed_bundle_events,
@@ -20,7 +20,7 @@ from maka_ref.testing._race_worker_fixtures import (
     t1_input,
     t2_input,
 )
-from maka_ref.testing._race_worker_protocol import ENV_COUNT, ENV_WORKER, _say
+from maka_ref.testing._race_worker.protocol import ENV_COUNT, ENV_WORKER, _say
 
 __all__ = ["MODES", "OPEN_ONLY_MODES"]
 

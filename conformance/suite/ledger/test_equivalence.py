@@ -288,7 +288,7 @@ def _ill_typed_events() -> Any:
     become ``null``, as the self-fuzzer does), as lists of events the protocol can carry."""
     from hypothesis import strategies as st
 
-    from conformance._fuzz._selffuzz_targets import jsonify
+    from conformance._fuzz._selffuzz.targets import jsonify
     from maka_ref.testing.strategies import edge_ledgers, garbage_event_lists
 
     return st.one_of(edge_ledgers(ill_typed=True).map(lambda l: l.events),

@@ -41,7 +41,7 @@ from typing import Any, Callable
 
 from hypothesis import strategies as st
 
-from conformance._fuzz._selffuzz_targets import Finding, stable_code
+from conformance._fuzz._selffuzz.targets import Finding, stable_code
 
 __all__ = ["COMMANDS", "DAMAGES", "TIMEOUT", "build_cli_images", "check_cli", "cli_cases"]
 

@@ -16,8 +16,8 @@ from maka_ref._ledger.scanner import scan_tool_ledger
 from maka_ref._store import RuntimeStore
 from maka_ref._store.engine.rows import EVENT_COLUMNS, decode_event_row
 
-from benchmarks._durable_inputs import T1_PROTOCOL, _envelope, _tool_events
-from benchmarks._durable_throughput import _median, _timed
+from benchmarks._durable.inputs import T1_PROTOCOL, _envelope, _tool_events
+from benchmarks._durable.throughput import _median, _timed
 
 
 def _run_ledger(session: str, run: int, n_calls: int, shape: str) -> list[dict[str, Any]]:

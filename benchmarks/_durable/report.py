@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks._durable_breakdown import PARTS
+from benchmarks._durable.breakdown import PARTS
 
 
 def _filesystem(path: Path) -> str:

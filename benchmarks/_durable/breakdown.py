@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._durable_throughput import StoreCalls
+from benchmarks._durable.throughput import StoreCalls
 
 
 #: Parts of one T1 + T2 timed by :class:`_Breakdown` (store functions wrapped in-process).

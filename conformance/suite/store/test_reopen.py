@@ -17,7 +17,7 @@ from conformance.clauses import ClauseMismatch, clause, expect_equal
 from conformance.suite._store_support import (
     Store, expect_resolution_and_plan, expect_same_bytes, new_workspace, workspace_snapshot,
 )
-from conformance.suite.test_store_projections import SCENARIOS, VERSIONS, build_scenarios
+from conformance.suite.store.test_projections import SCENARIOS, VERSIONS, build_scenarios
 
 
 def _write(maka: Any, ws: str, *, kill: bool = False) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:

@@ -1,6 +1,6 @@
 """Process-level helpers of a forked child: its exit code, interpreter shutdown, the fd limit.
 
-Separate from :mod:`crashlab._client._zygote_server` so the fork loop reads as a loop;
+Separate from :mod:`crashlab._client._zygote.server` so the fork loop reads as a loop;
 ``_child`` itself stays there because it reads ``_learn_w``, the global ``serve`` rebinds.
 """
 
@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any
 
-# Private helpers only: imported by name into crashlab._client._zygote_server.
+# Private helpers only: imported by name into crashlab._client._zygote.server.
 __all__: list[str] = []
 
 
