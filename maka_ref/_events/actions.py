@@ -9,7 +9,7 @@ workspace fact) follow the rule in docs/choices/events.md: object type, the requ
 the spec names, no ``null`` for optional keys where the spec lists the object among the
 "undefined is dropped" levels (§2.2), otherwise any JSON value.
 
-Depends on: ``_events._schema_common``, ``_events.recovery_facts``, ``_events.constants``.
+Depends on: ``_events.checkers``, ``_events.recovery_facts``, ``_events.constants``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from maka_ref._codec.frozen import FrozenDict
-from maka_ref._events._schema_common import (
+from maka_ref._events.checkers import (
     Checker,
     bounded_id,
     check_bool,

@@ -9,14 +9,14 @@ written down in docs/choices/events.md: object type, the keys the normaliser rel
 no ``null`` for optional keys, otherwise any JSON value. Quotes are closed because §2.1 names
 their exact key set.
 
-Depends on: ``_events._schema_common``, ``_events.normalize``, ``_events.constants``.
+Depends on: ``_events.checkers``, ``_events.normalize``, ``_events.constants``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from maka_ref._events._schema_common import (
+from maka_ref._events.checkers import (
     Checker,
     check_bool,
     check_json,
