@@ -22,6 +22,7 @@ import stat
 from pathlib import Path
 from typing import Any, Final
 
+from maka_ref._durable import sync as durable_sync
 from maka_ref._durable import write_all
 from maka_ref._codec.jsontext import parse_json
 from maka_ref._errors import InvalidJSONTextError
@@ -87,7 +88,7 @@ def write_script_sidecar(root: str | os.PathLike[str], run_id: str, script: Any)
             os.close(fd)
         os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # replaces a planted link itself
         try:
-            os.fsync(dir_fd)
+            durable_sync(dir_fd)
         except OSError:  # pragma: no cover - a file system without directory fsync
             pass
     finally:

@@ -8,7 +8,8 @@ and the bounded, no-follow, never-writing file observer (``observer``, the one m
 it only reads). Committing evidence with T1 and running the reconciler belong to the store and
 the runtime, which import this package — never the other way round.
 
-May import: the standard library, ``maka_ref._codec``, ``maka_ref._events``, ``maka_ref._errors``.
+May import: the standard library, ``maka_ref._codec``, ``maka_ref._durable``, ``maka_ref._events``,
+``maka_ref._errors``.
 Must not import ``maka_ref._store``, ``_plan``, ``_ledger``, ``_runtime`` or anything above them.
 """
 

@@ -31,6 +31,7 @@ import os
 import stat
 from typing import Final
 
+from maka_ref._durable import sync as durable_sync
 from maka_ref._reconcile.evidence import (
     MAX_FILE_BYTES,
     FileEvidence,
@@ -195,11 +196,11 @@ def _sync(fd: int, dir_fd: int) -> None:
     """Make the observed state durable (spec-phase3 §4.2): the file, then its directory entry.
     A file system without directory ``fsync`` (``EINVAL``/``ENOTSUP``) has nothing to flush."""
     try:
-        os.fsync(fd)
+        durable_sync(fd)
     except OSError:
         raise _Unreadable("sync_failed") from None
     try:
-        os.fsync(dir_fd)
+        durable_sync(dir_fd)
     except OSError as exc:
         if exc.errno not in _NO_SYNC_ERRNOS:
             raise _Unreadable("sync_failed") from None

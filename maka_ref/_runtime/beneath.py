@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from maka_ref._durable import sync as durable_sync
 from maka_ref._runtime.paths import ConfinementError, confined_text
 
 __all__ = ["DIR_FD_SUPPORTED", "MAX_SYMLINKS", "Beneath", "descend"]
@@ -248,7 +249,7 @@ def open_private_dir(root: str | os.PathLike[str], parts: list[str], *, create: 
                     # without this a power cut loses .maka/scripts and resume its script (found
                     # by the crash lab's powerloss fault at P11, issue 15)
                     try:
-                        os.fsync(fd)
+                        durable_sync(fd)
                     except OSError:  # pragma: no cover - a file system without directory fsync
                         pass
                 child = os.open(name, _DIR_FLAGS, dir_fd=fd)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from maka_ref._durable import sync as durable_sync
 from maka_ref._durable import write_all
 
 __all__ = [
@@ -52,7 +53,7 @@ def fsync_directory(path: Path) -> None:
     except OSError:  # pragma: no cover - platforms without directory fds
         return
     try:
-        os.fsync(fd)
+        durable_sync(fd)
     except OSError:  # pragma: no cover
         pass
     finally:

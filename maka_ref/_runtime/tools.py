@@ -55,7 +55,7 @@ from typing import Any, ClassVar, Final
 
 import jsonschema
 
-from maka_ref._durable import write_all
+from maka_ref._durable import sync as durable_sync, write_all
 from maka_ref._runtime._schemacheck import compile_schema
 from maka_ref._runtime.effects import fsync_directory as _fsync_directory
 from maka_ref._runtime.errors import RuntimeLoopError
@@ -175,7 +175,7 @@ def _replace_file(where: Beneath, data: bytes, operation_id: str, mode: int) -> 
     try:
         try:
             write_all(fd, data)
-            os.fsync(fd)
+            durable_sync(fd)
         finally:
             os.close(fd)
         failpoint("P3")  # spec 20 §2 P3: implementation in progress, effect partially done
@@ -188,7 +188,7 @@ def _replace_file(where: Beneath, data: bytes, operation_id: str, mode: int) -> 
         raise
     if dir_fd is not None:
         try:
-            os.fsync(dir_fd)
+            durable_sync(dir_fd)
         except OSError:  # pragma: no cover - a file system without directory fsync
             pass
     else:  # pragma: no cover - the text fallback
@@ -353,10 +353,10 @@ class AppendTool(Tool):
         try:
             half = len(data) // 2
             write_all(fd, data[:half])
-            os.fsync(fd)
+            durable_sync(fd)
             failpoint("P3")  # spec 20 §2 P3: half of the bytes are appended
             write_all(fd, data[half:])
-            os.fsync(fd)
+            durable_sync(fd)
         finally:
             os.close(fd)
         return {"path": shown, "bytesAppended": len(data)}

@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 
 from maka_ref import MakaRefError, __version__
 from maka_ref._store.engine.faults import fault_of
+from maka_ref._durable import sync_call
 from maka_ref.adapter import _faults, _runtime_ops
 from maka_ref.adapter._errors import OpError, invalid_params
 from maka_ref.adapter._params import usable_path
@@ -22,16 +23,16 @@ __all__ = ["CAPABILITIES", "PROTOCOL_VERSION", "Dispatcher"]
 
 PROTOCOL_VERSION = 1
 IMPLEMENTATION = {"name": "maka-ref", "version": __version__}
-#: How the reference makes its files durable: the handshake's ``durability`` (protocol §3).
-#: Honest per platform: on macOS ``fsync`` does not reach the disk and the reference does not
-#: use ``F_FULLFSYNC`` yet (issue 15 item 4, open), so it says so.
+#: How the reference makes its files durable: the handshake's ``durability`` (protocol §3),
+#: per platform: ``F_FULLFSYNC`` on macOS (whose ``fsync`` stops at the drive's cache) with
+#: SQLite's ``fullfsync``/``checkpoint_fullfsync``, ``fsync`` elsewhere (``maka_ref._durable``).
 DURABILITY: dict[str, Any] = {
-    "sync": "fsync",
+    "sync": sync_call(),
     "directorySync": True,
-    "details": "SQLite in WAL mode with synchronous=FULL (every commit fsynced); tool targets, the effect log "
-               "and the script sidecars fsynced, their directory fsynced after a create or rename"
-               + ("; on macOS fsync does not reach the disk (F_FULLFSYNC is not used yet)"
-                  if sys.platform == "darwin" else ""),
+    "details": "SQLite in WAL mode with synchronous=FULL (every commit synced"
+               + ("; PRAGMA fullfsync=ON and checkpoint_fullfsync=ON" if sys.platform == "darwin" else "")
+               + "); tool targets, the effect log and the script sidecars synced, their directory synced "
+               "after a create or rename",
 }
 
 Params = Mapping[str, Any]

@@ -10,6 +10,11 @@ Why each rule:
   journal state), then WAL (retried every 10 ms for 5 s on BUSY, because switching needs an
   exclusive moment that concurrent first openers contend for), ``synchronous=FULL``,
   ``foreign_keys=ON`` (ignored inside a transaction, so it is set at connect).
+* **On macOS, ``fullfsync`` and ``checkpoint_fullfsync``** (:func:`durability_pragmas`): there
+  ``fsync`` does not reach the disk, and ``synchronous=FULL`` alone would make a commit durable
+  only as far as the drive's cache. With these two pragmas SQLite syncs commits and checkpoints
+  with ``fcntl(F_FULLFSYNC)`` (docs/crashlab-powerloss.md, "What durable means per platform").
+  Elsewhere they are no-ops, so they are not issued.
 * **Read-only** connections never create a file (§1.1, §10 item 33) and ``query_only`` makes
   any write attempt fail. The URI depends on what lies next to the database
   (:func:`read_only_uri`):
@@ -54,6 +59,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -68,6 +74,7 @@ __all__ = [
     "BUSY_TIMEOUT_MS",
     "check_json_support",
     "connect",
+    "durability_pragmas",
     "is_busy_error",
     "read_only_uri",
     "read_transaction",
@@ -118,6 +125,15 @@ def check_json_support(conn: sqlite3.Connection) -> None:
         ) from error
     if value != 1:
         raise StoreError("SQLite JSON functions returned an unexpected value", code="sqlite_json_unavailable")
+
+
+def durability_pragmas() -> tuple[str, ...]:
+    """The pragmas a writer connection issues after ``synchronous=FULL`` so a commit reaches the
+    disk on this platform: on macOS ``fullfsync`` (commits) and ``checkpoint_fullfsync``
+    (checkpoints), since its ``fsync`` stops at the drive's volatile cache; none elsewhere."""
+    if sys.platform == "darwin":
+        return ("PRAGMA fullfsync = ON", "PRAGMA checkpoint_fullfsync = ON")
+    return ()
 
 
 def _configure_wal(conn: sqlite3.Connection) -> None:
@@ -174,6 +190,8 @@ def connect(db_path: str | Path, *, read_only: bool) -> sqlite3.Connection:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         _configure_wal(conn)
         conn.execute("PRAGMA synchronous = FULL")
+        for pragma in durability_pragmas():
+            conn.execute(pragma)
         conn.execute("PRAGMA foreign_keys = ON")
         check_json_support(conn)
     except BaseException as error:

@@ -26,6 +26,7 @@ import uuid
 from typing import Any, Final, Literal
 
 from maka_ref._codec.jsontext import parse_json
+from maka_ref._durable import sync as durable_sync
 from maka_ref._durable import write_all
 from maka_ref._errors import InvalidJSONTextError
 from maka_ref._store.errors import StoreError
@@ -201,7 +202,7 @@ def _read_marker(canonical: str) -> str | None:
 
 def _fsync_fd(fd: int) -> None:
     try:
-        os.fsync(fd)
+        durable_sync(fd)
     except OSError as exc:
         if exc.errno not in (errno.EINVAL, errno.ENOTSUP):  # a file system without directory fsync
             raise

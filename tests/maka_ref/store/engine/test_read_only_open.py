@@ -123,3 +123,22 @@ def test_a_rollback_journal_forces_mode_ro(tmp_path: Path) -> None:
     assert read_only_uri(db).endswith("?mode=ro&immutable=1")
     (tmp_path / "runtime.sqlite-journal").write_bytes(b"")
     assert read_only_uri(db).endswith("?mode=ro")
+
+
+@pytest.mark.parametrize("platform, expected", [("darwin", (1, 1)), ("linux", (0, 0))])
+def test_writer_connections_use_full_fsync_on_darwin_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          platform: str, expected: tuple[int, int]) -> None:
+    """Issue 15 item 4: on macOS SQLite must sync with ``F_FULLFSYNC`` (commits and checkpoints);
+    the pragmas are read back from the very connection the store opens."""
+    from maka_ref._store.engine import connection
+
+    monkeypatch.setattr("sys.platform", platform)
+    assert connection.durability_pragmas() == (
+        ("PRAGMA fullfsync = ON", "PRAGMA checkpoint_fullfsync = ON") if platform == "darwin" else ())
+    conn = connection.connect(tmp_path / "runtime.sqlite", read_only=False)
+    try:
+        got = (conn.execute("PRAGMA fullfsync").fetchone()[0], conn.execute("PRAGMA checkpoint_fullfsync").fetchone()[0])
+        assert got == expected
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL, on every platform
+    finally:
+        conn.close()
