@@ -12,8 +12,10 @@ A carrier observes and materializes; it never approves resume and never reads or
 (spec-phase4 §3.1). The boundary facts, capture points, resume checks and transitions belong
 to the store and the runtime, which import this package — never the other way round.
 
-May import: the standard library and ``maka_ref._codec``. Must not import ``maka_ref._store``,
-``_plan``, ``_ledger``, ``_runtime`` or anything above them.
+Must not import ``maka_ref._store``, ``_plan``, ``_ledger``, ``_runtime`` or anything above
+them.
+
+May import: the standard library and ``maka_ref._codec``.
 """
 
 from maka_ref._checkpoint.capture import CaptureResult

@@ -4,7 +4,9 @@ What: ``decode_runtime_event`` validates any value against the closed RuntimeEve
 returns it normalised and deep-frozen; ``encode_runtime_event`` produces the one canonical,
 lossless JSON text; ``decode_tool_recovery`` validates recovery-fact envelopes on their own;
 the predicates (terminal / partial / model-visible / run status) are total functions usable
-on un-decoded events; ``constants`` holds every enum and protocol string.
+on un-decoded events; ``constants`` holds every enum and protocol string; ``boundary`` is the
+Phase 4 ``WorkspaceBoundary`` codec and its ``actions.workspaceBoundary`` envelope
+(docs/spec-phase4.md §1).
 
 Why: a RuntimeEvent is the only canonical source of recovery truth. Everything above this
 package (lanes, scanner, bundles, resolver, plans, stores) trusts that a decoded event has

@@ -9,7 +9,11 @@ workspace fact) follow the rule in docs/choices/events.md: object type, the requ
 the spec names, no ``null`` for optional keys where the spec lists the object among the
 "undefined is dropped" levels (§2.2), otherwise any JSON value.
 
-Depends on: ``_events.checkers``, ``_events.recovery_facts``, ``_events.constants``.
+``workspaceBoundary`` (spec-phase4 §1.3) is closed: its envelope and boundary rules live in
+``_events.boundary`` and it must stand alone, like ``permissionClosureAccepted``.
+
+Depends on: ``_events.checkers``, ``_events.recovery_facts``, ``_events.constants``,
+``_events.boundary``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from maka_ref._codec.frozen import FrozenDict
+from maka_ref._events.boundary import check_workspace_boundary_action
 from maka_ref._events.checkers import (
     Checker,
     bounded_id,
@@ -180,6 +185,8 @@ _ACTION_CHECKERS: dict[str, Checker] = {
     "continuationStart": _continuation_start,
     # Reserved writer, out of scope (§1.3): any JSON object.
     "workspaceFact": check_json_object,
+    # spec-phase4 §1.3: the Phase 4 boundary facts, closed (a key of their own, §1.4).
+    "workspaceBoundary": check_workspace_boundary_action,
 }
 
 
@@ -189,4 +196,7 @@ def decode_actions(value: Any, path: str = _ACTIONS_PATH) -> FrozenDict:
     if "permissionClosureAccepted" in actions and len(actions) != 1:
         others = sorted(key for key in actions if key != "permissionClosureAccepted")
         fail(f"{path}.permissionClosureAccepted", f"must be the only action key (also has {', '.join(others)})")
+    if "workspaceBoundary" in actions and len(actions) != 1:
+        others = sorted(key for key in actions if key != "workspaceBoundary")
+        fail(f"{path}.workspaceBoundary", f"must be the only action key (also has {', '.join(others)})")
     return actions

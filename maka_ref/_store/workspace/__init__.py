@@ -7,9 +7,11 @@
 * :mod:`.directory` — the ``--workspace`` directory check every command shares;
 * :mod:`.facts`     — the baseline authority facts: identity, event shapes, envelope, lanes;
 * :mod:`.scan`      — the canonical scan of the authority stream;
-* :mod:`.authority` — the baseline authority writer and its storage-root binding.
+* :mod:`.authority` — the baseline authority writer and its storage-root binding;
+* :mod:`.boundary`  — the Phase 4 workspace boundary writer (spec-phase4 §1.3, §4).
 
 May import: ``maka_ref._codec``, ``maka_ref._durable``, ``maka_ref._errors``,
 ``maka_ref._events``, ``maka_ref._store.engine``, ``maka_ref._store.errors``,
-``maka_ref._store.insert``, ``maka_ref._store.runtime_store``, ``maka_ref._store.writers``.
+``maka_ref._store.insert``, ``maka_ref._store.reads``, ``maka_ref._store.runtime_store``,
+``maka_ref._store.writers``.
 """

@@ -2,7 +2,7 @@
 
 Why the pre-transaction rules (G1–G8): the generic path is open to every producer, so it must
 refuse every fact that only an atomic authority writer may persist (workspace facts, the
-workspace authority stream, continuation starts, dispatches, operation-bound outcomes,
+workspace authority stream, continuation starts, workspace boundary facts (spec-phase4 §1.3), dispatches, operation-bound outcomes,
 recovery facts) and every lane-smuggling event, *before* a write lock is taken and before
 any row exists. Unbound calls and unbound responses are allowed, subject to the transition
 check.
@@ -95,6 +95,10 @@ def pre_validate_generic(raw: Any, session_id: str | None = None, run_id: str | 
     if isinstance(actions, Mapping) and "continuationStart" in actions:
         raise StoreError(
             "Continuation start facts require the continuation authority writer", code="reserved_continuation_start"
+        )
+    if isinstance(actions, Mapping) and "workspaceBoundary" in actions:
+        raise StoreError(
+            "Workspace boundary facts require the workspace boundary writer", code="reserved_workspace_boundary"
         )
     code = validate_generic_append(event)
     if code == RESERVED_RECOVERY_FACT:
