@@ -49,10 +49,18 @@ from maka_ref._events.boundary import (
     ref_uuid,
     workspace_uuid,
 )
-from maka_ref._events.encode import EncodedRuntimeEvent, encode_runtime_event, json_strict_equal
+from maka_ref._events.encode import (
+    EncodedRuntimeEvent,
+    encode_runtime_event,
+    json_strict_equal,
+)
 from maka_ref._store.engine.rows import read_event_row
 from maka_ref._store.errors import StoreError
-from maka_ref._store.insert.primitive import check_identity, check_run_sealed, insert_event
+from maka_ref._store.insert.primitive import (
+    check_identity,
+    check_run_sealed,
+    insert_event,
+)
 from maka_ref._store.reads import read_immutable_prefix
 from maka_ref._store.runtime_store import RuntimeStore
 from maka_ref._store.writers.generic import WORKSPACE_AUTHORITY_SESSION_ID
@@ -142,7 +150,7 @@ def _last_event_seq(conn: sqlite3.Connection, session_id: str, run_id: str) -> i
 
 
 def insert_boundary_fact(
-    conn: sqlite3.Connection, encoded: EncodedRuntimeEvent, committed_at: int | float, artifact_check: ArtifactCheck
+    conn: sqlite3.Connection, encoded: EncodedRuntimeEvent, committed_at: float, artifact_check: ArtifactCheck
 ) -> BoundaryCommitResult:
     """The in-transaction steps (caller holds the write transaction); a failure raises, and the
     caller's rollback leaves nothing (§4.3)."""
@@ -180,7 +188,7 @@ def insert_boundary_fact(
 
 
 def commit_workspace_boundary(
-    store: RuntimeStore, raw: Any, artifact_check: ArtifactCheck, *, committed_at: int | float | None = None
+    store: RuntimeStore, raw: Any, artifact_check: ArtifactCheck, *, committed_at: float | None = None
 ) -> BoundaryCommitResult:
     """Commit one ``maka.workspace.boundary_captured`` fact (§1.3, §4.2) in one transaction.
 
