@@ -14,7 +14,7 @@ below the CLI. Modules, each small and single-purpose:
 * :mod:`.livepoints`   the P0–P11 failpoint ids the loop reaches (and the pending ones).
 
 May import: ``maka_ref._codec``, ``maka_ref._durable``, ``maka_ref._errors``,
-``maka_ref._events``, ``maka_ref._store.agent_runs``, ``maka_ref._store.engine``,
+``maka_ref._events``, ``maka_ref._reconcile``, ``maka_ref._store.agent_runs``, ``maka_ref._store.engine``,
 ``maka_ref._store.runtime_store``, ``maka_ref._store.workspace``.
 """
 

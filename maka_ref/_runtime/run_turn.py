@@ -160,7 +160,7 @@ class _Turn:
         self.runs = runs
         self.clock = clock
         self.provider = provider
-        self.tool_runtime = ToolRuntime(store, root, ids, script.protocol, clock, tools=tools)
+        self.tool_runtime = ToolRuntime(store, root, ids, script.protocol, clock, tools=tools, workspace_identity=identity)
         self.history: list[Mapping[str, Any]] = []
         self.outcomes: list[ToolCallOutcome] = []
         self.final_text: str | None = None

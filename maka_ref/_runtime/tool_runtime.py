@@ -39,6 +39,7 @@ from maka_ref._errors import MakaRefError
 from maka_ref._runtime import events as ev
 from maka_ref._runtime.effects import EffectLog
 from maka_ref._runtime.errors import ToolBoundaryError
+from maka_ref._runtime.file_evidence import build_evidence
 from maka_ref._runtime.ids import RunIds
 from maka_ref._runtime.paths import ConfinementError
 from maka_ref._runtime.provider import T1_PROTOCOL, ToolCallRequest
@@ -113,6 +114,7 @@ class ToolRuntime:
         *,
         tools: Mapping[str, Tool] = TOOLS,
         effect_log: EffectLog | None = None,
+        workspace_identity: str | None = None,
     ) -> None:
         self.store = store
         self.root = root
@@ -122,6 +124,8 @@ class ToolRuntime:
         self.tools = tools
         self.effect_log = effect_log if effect_log is not None else EffectLog(root)
         self._preflight_hash: tuple[ToolCallRequest, str] | None = None
+        #: The run's workspace identity; None records no Phase 3 evidence (spec-phase3 §1.1).
+        self.workspace_identity = workspace_identity
 
     # ----------------------------------------------------------------------- entry point
 
@@ -195,7 +199,9 @@ class ToolRuntime:
         args_hash = self._args_hash(call)
         ts = self.clock()
         call_ev = ev.call_event(self.ids, ts, step_index, operation_id, call.id, call.name, call.args, bound=True)
-        dispatch_ev = ev.dispatch_event(self.ids, ts, operation_id, call.id, call.name, args_hash, tool.recovery_mode)
+        evidence = self._evidence(call, operation_id, args_hash, call_ev)
+        recovery_mode = "reconcile" if evidence is not None else tool.recovery_mode  # spec-phase3 §1.1 item 2
+        dispatch_ev = ev.dispatch_event(self.ids, ts, operation_id, call.id, call.name, args_hash, recovery_mode)
         t1 = T1Input(
             operation_id=operation_id,
             journal_event_id=f"{operation_id}_prepared",
@@ -204,8 +210,9 @@ class ToolRuntime:
             provider_tool_call_id=call.id,
             tool_name=call.name,
             canonical_args_hash=args_hash,
-            recovery_mode=tool.recovery_mode,
+            recovery_mode=recovery_mode,
             committed_at=ts,
+            evidence=evidence,
         )
         try:
             committed = self.store.commit_tool_prepared(t1)
@@ -218,7 +225,7 @@ class ToolRuntime:
                 "t1_already_claimed", f"Tool operation {operation_id} was already claimed", operation_id=operation_id
             )
         failpoint("P1")  # T1 committed: call, dispatch and prepared journal together
-        result, is_error, started = self._run_implementation(tool, call, operation_id, args_hash)
+        result, is_error, started = self._run_implementation(tool, call, operation_id, args_hash, evidence)
         failpoint("P4")  # side effect done, T2 not committed
         response_ev = ev.response_event(self.ids, self.clock(), operation_id, call.id, call.name, result, is_error, bound=True)
         t2 = T2Input(
@@ -269,8 +276,23 @@ class ToolRuntime:
 
     # ----------------------------------------------------------------------- implementation
 
+    def _evidence(self, call: ToolCallRequest, operation_id: str, args_hash: str, call_ev: Mapping[str, Any]) -> Any:
+        """Phase 3 evidence for this call (spec-phase3 §1.1), computed after preflight and before
+        T1 by reading the target; None when the run has no workspace identity or the call gets
+        none (:func:`~maka_ref._runtime.file_evidence.build_evidence`)."""
+        if self.workspace_identity is None:
+            return None
+        identity = {
+            "operationId": operation_id, "sessionId": self.ids.session_id, "invocationId": self.ids.invocation_id,
+            "runId": self.ids.run_id, "turnId": self.ids.turn_id, "providerToolCallId": call.id,
+            "callEventId": call_ev["id"], "dispatchEventId": f"{operation_id}_dispatch",  # the id ev.dispatch_event gives it
+            "canonicalArgsHash": args_hash,
+        }
+        return build_evidence(str(self.root), call.name, call.args, identity=identity,
+                              workspace_identity=self.workspace_identity)
+
     def _run_implementation(
-        self, tool: Tool, call: ToolCallRequest, operation_id: str, args_hash: str
+        self, tool: Tool, call: ToolCallRequest, operation_id: str, args_hash: str, evidence: Any = None
     ) -> tuple[Any, bool, bool]:
         """``(result, is_error, started)``: effect-log line first, then the tool itself."""
         failpoint("P2")  # prepared journal committed, implementation not started
@@ -280,7 +302,7 @@ class ToolRuntime:
             message = f"Tool {call.name} did not start: effect log unavailable: {exc.strerror or exc}"
             return {"code": "effect_log_unavailable", "message": message}, True, False
         try:
-            value = tool.run(ToolContext(self.root, operation_id), call.args)
+            value = tool.run(ToolContext(self.root, operation_id, evidence), call.args)
         except (ToolError, ConfinementError) as exc:
             return {"code": exc.code, "message": exc.message}, True, True
         except Exception as exc:  # noqa: BLE001 - a thrown tool error is a committed error outcome

@@ -13,15 +13,19 @@ Each tool declares
   tool      recoveryMode           why
   ========  =====================  ================================================================
   Read      ``replay_safe``        no side effect; running it again is harmless
-  Write     ``reconcile``          whole-file content is self-describing evidence: after a crash a
-                                   reconciler can compare the file with ``args.content``
-                                   (equal → effect done; else not done / diverged). Nothing
-                                   reconciles automatically yet (Phase 3), so it parks until then.
-  Edit      ``never_auto_retry``   a second run is not idempotent in general (the new text may
-                                   contain the old one) and "old text absent" is ambiguous
-                                   evidence without a pre-image, which we do not record
-  Append    ``never_auto_retry``   not idempotent; a kill mid-append leaves a torn append
+  Write     ``reconcile``          whole-file content; with Phase 3 evidence (spec-phase3 §1) a
+                                   reconciler finalizes it when the file holds the promised state
+  Edit      ``never_auto_retry``   not idempotent in general; **``reconcile`` when T1 carries
+                                   evidence** (before and expected-after digests make the state
+                                   comparable, spec-phase3 §1.1 item 2)
+  Append    ``never_auto_retry``   not idempotent; ``reconcile`` when T1 carries evidence (a kill
+                                   mid-append is then observed ``diverged`` and parks)
   ========  =====================  ================================================================
+
+  The runtime (:mod:`~maka_ref._runtime.tool_runtime`) decides per call: evidence recorded →
+  ``reconcile``; otherwise the tool's own mode above. With evidence the tool re-checks, just
+  before its effect, that the target is the promised one in its ``before`` state
+  (spec-phase3 §1.7; ``evidence_target_changed`` otherwise).
 
 * ``preflight(root, args)`` — argument schema and workspace confinement; raising
   :class:`ToolError` / :class:`~maka_ref._runtime.paths.ConfinementError` makes the runtime
@@ -60,6 +64,7 @@ from maka_ref._runtime._schemacheck import compile_schema
 from maka_ref._runtime.effects import fsync_directory as _fsync_directory
 from maka_ref._runtime.errors import RuntimeLoopError
 from maka_ref._runtime.beneath import Beneath, descend
+from maka_ref._runtime.file_evidence import EvidenceMismatch, check_before
 from maka_ref._runtime.paths import ConfinementError, confined_text, is_reserved, path_parts, refuse_hardlinked
 from maka_ref._store.engine.failpoints import failpoint
 
@@ -90,10 +95,12 @@ class ToolError(RuntimeLoopError):
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What an implementation may use: the canonical workspace root and its operation id."""
+    """What an implementation may use: the canonical workspace root, its operation id, and the
+    Phase 3 evidence T1 committed for it (None: no promise to keep, spec-phase3 §1.7)."""
 
     root: Path
     operation_id: str
+    evidence: Any = None
 
 
 def _path_schema() -> dict[str, Any]:
@@ -240,6 +247,17 @@ class Tool:
     def _run(self, ctx: ToolContext, where: Beneath, shown: str, args: Mapping[str, Any]) -> Any:
         raise NotImplementedError
 
+    @staticmethod
+    def _keep_promise(ctx: ToolContext, where: Beneath) -> None:
+        """spec-phase3 §1.7 steps 1–2 just before the effect: the target is the evidence's and
+        still in its ``before`` state, else an error result and no effect."""
+        if ctx.evidence is None:
+            return
+        try:
+            check_before(str(ctx.root), where, ctx.evidence)
+        except EvidenceMismatch as exc:
+            raise ToolError(f"Did not run: {exc}", code="evidence_target_changed") from None
+
 
 class WriteTool(Tool):
     """Write a whole file (created with its parent directories if absent)."""
@@ -259,6 +277,7 @@ class WriteTool(Tool):
         data = _encode(args["content"], "content")
         info = _require_regular_or_absent(where, shown)
         mode = stat.S_IMODE(info.st_mode) if info is not None else 0o644
+        self._keep_promise(ctx, where)
         _replace_file(where, data, ctx.operation_id, mode)
         return {"path": shown, "bytesWritten": len(data)}
 
@@ -278,6 +297,7 @@ class EditTool(Tool):
     def _run(self, ctx: ToolContext, where: Beneath, shown: str, args: Mapping[str, Any]) -> Any:
         if _require_regular_or_absent(where, shown) is None:
             raise ToolError(f"{shown} does not exist", code="file_not_found")
+        self._keep_promise(ctx, where)
         text, info = _read_text(where, shown)
         old, new = args["old"], args["new"]
         count = text.count(old)
@@ -349,6 +369,7 @@ class AppendTool(Tool):
     def _run(self, ctx: ToolContext, where: Beneath, shown: str, args: Mapping[str, Any]) -> Any:
         data = _encode(args["content"], "content")
         _require_regular_or_absent(where, shown)
+        self._keep_promise(ctx, where)
         fd, _ = _open_final(where, os.O_WRONLY | os.O_APPEND | os.O_CREAT, shown)
         try:
             half = len(data) // 2

@@ -10,6 +10,8 @@ Rooms, lowest first (a room imports only rooms above it in this list, never belo
 * :mod:`.errors`, :mod:`.records` — the store's error classes (a stable ``code`` and the
   spec's message) and the values it returns;
 * :mod:`.engine`       — connections, transactions, schema, faults, failpoints, rows;
+* :mod:`.evidence`     — Phase 3's file evidence carrier: scope ``tool_evidence``, its row
+  (written only inside T1) and its reads (docs/spec-phase3.md §3);
 * :mod:`.partials`, :mod:`.projections` — partial snapshots (never authority) and the tool
   projections rebuilt from events;
 * :mod:`.agent_runs`   — AgentRun headers and operational events;
@@ -22,7 +24,7 @@ Rooms, lowest first (a room imports only rooms above it in this list, never belo
   the legacy JSONL profile, both clients of the facade.
 
 May import: ``maka_ref._codec``, ``maka_ref._durable``, ``maka_ref._errors``,
-``maka_ref._events``, ``maka_ref._ledger``, ``maka_ref._plan.prefix``.
+``maka_ref._events``, ``maka_ref._ledger``, ``maka_ref._plan.prefix``, ``maka_ref._reconcile``.
 """
 
 from maka_ref._store.claims.codec import (

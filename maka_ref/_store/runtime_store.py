@@ -44,6 +44,7 @@ from maka_ref._store.engine.schema import (
     read_user_version,
 )
 from maka_ref._store.errors import StoreError
+from maka_ref._store import evidence as tool_evidence
 from maka_ref._store.insert.health import HealthGate
 from maka_ref._store.partials import check_partial_batch
 from maka_ref._store.records import (
@@ -135,6 +136,7 @@ class RuntimeStore:
             with store_faults_coded(db_path.name):
                 migrate(conn)
                 check_capabilities(conn)
+                tool_evidence.migrate_tool_evidence(conn)  # spec-phase3 §3.2: writer opens only
                 store = cls(conn, db_path, read_only=False)
                 store._gate.refresh()
         except BaseException:
@@ -282,6 +284,12 @@ class RuntimeStore:
         bundle = bundle_writer.prepare_bundle(operation_id, reconcile, decision, outcome)
         with self.write() as conn:
             bundle_writer.commit_bundle(conn, self._gate, bundle)
+
+    def read_tool_evidence(self, operation_id: str) -> Any:
+        """spec-phase3 §3.4: the operation's ``FileEvidence``, None, or the ``Invalid`` code of a
+        damaged row (a signal about that operation only)."""
+        with self.read() as conn:
+            return tool_evidence.read_tool_evidence(conn, operation_id)
 
     # -- projections (§3) -------------------------------------------------------------------
 

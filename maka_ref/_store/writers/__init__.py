@@ -14,6 +14,6 @@ primitive, and leaves nothing behind when a step fails.
 
 May import: ``maka_ref._codec``, ``maka_ref._events``, ``maka_ref._ledger``,
 ``maka_ref._store.claims``, ``maka_ref._store.engine``, ``maka_ref._store.errors``,
-``maka_ref._store.insert``, ``maka_ref._store.partials``, ``maka_ref._store.projections``,
+``maka_ref._store.evidence``, ``maka_ref._store.insert``, ``maka_ref._store.partials``, ``maka_ref._store.projections``,
 ``maka_ref._store.reads``, ``maka_ref._store.records``.
 """

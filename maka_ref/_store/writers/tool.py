@@ -31,6 +31,7 @@ from maka_ref._ledger.lanes import (
 )
 from maka_ref._store.engine.failpoints import failpoint
 from maka_ref._store.errors import StoreError
+from maka_ref._store.evidence import PreparedEvidence, insert_evidence, prepare_evidence, stored_evidence_text
 from maka_ref._store.insert.health import HealthGate, assert_tool_ledger_transition
 from maka_ref._store.insert.primitive import insert_event
 from maka_ref._store.projections import (
@@ -69,6 +70,9 @@ class T1Input:
     canonical_args_hash: str
     recovery_mode: str
     committed_at: int
+    #: Phase 3 file evidence (a ``FileEvidence`` or its JSON object), committed in T1's
+    #: transaction when present (spec-phase3 §3.3); None: T1 exactly as before Phase 3.
+    evidence: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,7 @@ class PreparedT1:
     data: T1Input
     call: EncodedRuntimeEvent
     dispatch: EncodedRuntimeEvent
+    evidence: PreparedEvidence | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +141,9 @@ def prepare_t1(data: T1Input) -> PreparedT1:
         raise _fail("T1 requires a matching tool-dispatch RuntimeEvent", "t1_dispatch_mismatch")
     if any(call.get(key) != dispatch.get(key) for key in ("sessionId", "invocationId", "runId", "turnId")):
         raise _fail("T1 RuntimeEvents do not share one execution identity", "t1_execution_identity_mismatch")
-    return PreparedT1(data, call_encoded, dispatch_encoded)
+    # spec-phase3 §3.3 step 9: the evidence decodes and binds to these very events, or T1 is refused.
+    evidence = None if data.evidence is None else prepare_evidence(data.evidence, call, dispatch)
+    return PreparedT1(data, call_encoded, dispatch_encoded, evidence)
 
 
 def commit_t1(conn: sqlite3.Connection, gate: HealthGate, prepared: PreparedT1) -> CommitResult:
@@ -159,6 +166,9 @@ def commit_t1(conn: sqlite3.Connection, gate: HealthGate, prepared: PreparedT1) 
             or existing.dispatch_event_id != dispatch["id"]
         ):
             raise _fail(f"Tool operation identity conflict for {data.operation_id}", "tool_operation_identity_conflict")
+        candidate = None if prepared.evidence is None else prepared.evidence.text
+        if stored_evidence_text(conn, data.operation_id) != candidate:  # spec-phase3 §3.3 exact retry
+            raise _fail(f"Tool operation {data.operation_id} exists with other file evidence", "evidence_conflict")
         stored_equals(conn, call)
         seq = stored_equals(conn, dispatch)
         if seq is None:
@@ -177,6 +187,8 @@ def commit_t1(conn: sqlite3.Connection, gate: HealthGate, prepared: PreparedT1) 
         conn, prepared.dispatch, data.committed_at, allow_exact_duplicate=False, identity_checked=True, facts=facts,
         rows=gate.rows, event_seq=None if max_seq is None else max_seq + 1 + call_created,
     )
+    if prepared.evidence is not None:  # spec-phase3 §3.3: same transaction, before the failpoints
+        insert_evidence(conn, prepared.evidence, data.committed_at)
     failpoint("after_runtime_event_insert")
     identity = (call["invocationId"], call["runId"], call["turnId"])
     insert_journal(
