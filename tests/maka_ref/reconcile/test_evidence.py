@@ -390,10 +390,10 @@ def test_reserved_names_match_the_runtime() -> None:
 
 
 def test_package_imports_only_what_its_docstring_allows() -> None:
-    """maka_ref/_reconcile/__init__.py: only the standard library, _codec, _events, _errors and
+    """maka_ref/_reconcile/__init__.py: only the standard library, _codec, _durable (the sync), _events, _errors and
     itself — never the store, planner, ledger or runtime."""
     package = Path(evidence_module.__file__).parent
-    allowed = ("maka_ref._codec", "maka_ref._events", "maka_ref._errors", "maka_ref._reconcile")
+    allowed = ("maka_ref._codec", "maka_ref._durable", "maka_ref._events", "maka_ref._errors", "maka_ref._reconcile")
     for path in package.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in getattr(node, "names", [])] if isinstance(node, ast.Import) else []
