@@ -122,6 +122,7 @@ def resume_session(
     resolve_identity: Callable[[str], str] | None = None,
     tool_catalog: Callable[[], Iterable[str]] = default_tool_catalog,
     before_execute: Callable[[StoreWorld, SafeBoundaryContinuationPlan], None] | None = None,
+    workspace_gate: Callable[[StoreWorld, str, str], SafeBoundaryContinuationPlan | None] | None = None,
 ) -> ResumeOutcome:
     """Resume the newest failed/cancelled run of the workspace ``root`` (module docstring).
 
@@ -129,6 +130,9 @@ def resume_session(
     defaults to ``<root>/.maka/lifecycle.jsonl``; ``script`` defaults to the source run's
     sidecar (:mod:`.sidecar`). ``before_execute`` is a test seam called between planning and
     execution (to change the world after planning, §8 items 101–103).
+    ``workspace_gate(world, session_id, source_run_id)`` is the Phase 4 boundary check
+    (docs/spec-phase4.md §6.2, ``maka_ref._boundary.gate``): a park plan it returns replaces an
+    approved plan (one ``plan_parked`` event, nothing executed); ``None`` lets it run.
     Raises ``MakaRefError`` subclasses on execution errors (revalidation codes of §3.9).
     """
     if flag is None:
@@ -157,6 +161,11 @@ def resume_session(
                 lc.emit(sink, lc.plan_parked(sid, source_run_id, plan.rejection_reasons))
                 return ResumeOutcome(sid, source_run_id, plan)
             c = plan.continuation
+            if workspace_gate is not None:
+                gated = workspace_gate(world, c.session_id, c.source_run_id)
+                if gated is not None:
+                    lc.emit(sink, lc.plan_parked(c.session_id, c.source_run_id, gated.rejection_reasons))
+                    return ResumeOutcome(c.session_id, c.source_run_id, gated)
             lc.emit(sink, lc.plan_approved(c.session_id, c.source_run_id, c.run_id))
             if before_execute is not None:
                 before_execute(world, plan)

@@ -1,0 +1,168 @@
+"""Capture a checkpoint and commit its boundary fact, in the §4.1 order; the §5.1 capture
+points (spec-phase4 §4.1, §4.2, §5.1, §8).
+
+Order (§4.1): the carrier publishes the ref first (its ``on_step`` names
+``after_checkpoint_objects_written`` and ``after_checkpoint_ref_created`` are failpoints here),
+then the store commits the fact in one transaction whose last check is that the ref still
+resolves to the captured commit (§4.2). A death between the two leaves an orphan ref that
+``collect`` deletes after the grace period; no fact ever names a missing artifact.
+
+Capture points (§5.1) without touching the tool loop: :class:`CapturingProvider` wraps the
+provider and, before each provider call, captures when the run has no boundary yet (B0: the user
+message or continuation start is committed, no provider call made) or when a mutating tool call
+was committed after the run's last boundary (B1: every outcome of the step is committed, since
+the loop calls the provider only then). A failed capture commits nothing and is recorded as a
+diagnostic; the run continues with an uncovered suffix (§5.1, last paragraph).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from maka_ref._boundary.lineage import READ_ONLY_TOOLS, boundary_facts, breaks_coverage
+from maka_ref._checkpoint import CheckpointError, GitCheckpointCarrier
+from maka_ref._events.boundary import BOUNDARY_CAPTURED_KIND
+from maka_ref._store.engine.failpoints import failpoint
+from maka_ref._store.errors import StoreError
+from maka_ref._store.runtime_store import RuntimeStore
+from maka_ref._store.workspace.boundary import (
+    BoundaryCommitResult,
+    commit_workspace_boundary,
+    current_epoch,
+)
+
+__all__ = ["CaptureFailure", "CapturingProvider", "capture_and_commit", "carrier_failpoints", "ref_resolver"]
+
+#: spec-phase4 §8: runtime failpoint after the fact, before the provider call.
+AFTER_BOUNDARY_COMMITTED = "after_workspace_boundary_committed"
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureFailure:
+    """A capture point that committed nothing: the code and where (§5.1 diagnostic)."""
+
+    code: str
+    message: str
+    run_id: str
+    high_water: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "runId": self.run_id, "highWater": self.high_water}
+
+
+def carrier_failpoints(name: str) -> None:
+    """``on_step`` of the carrier: each §8 step name is a store failpoint (armable by name)."""
+    failpoint(name)
+
+
+def ref_resolver(carrier: GitCheckpointCarrier, workspace: str, identity: str, commit_oid: str) -> Callable[[str], bool]:
+    """§4.2's pre-commit check: the ref is listed in its namespace and still names the commit."""
+
+    def check(ref: str) -> bool:
+        try:
+            listed = carrier.list(workspace, identity)
+        except CheckpointError:
+            return False
+        return any(item.checkpoint_ref == ref and item.commit_oid == commit_oid for item in listed)
+
+    return check
+
+
+def capture_and_commit(
+    store: RuntimeStore,
+    carrier: GitCheckpointCarrier,
+    workspace: str,
+    identity: str,
+    run: Mapping[str, str],
+    *,
+    now_ms: int | None = None,
+) -> BoundaryCommitResult:
+    """Capture ``workspace`` and commit a ``boundary_captured`` fact at the run's H+1.
+
+    ``run`` holds ``sessionId``, ``invocationId``, ``runId``, ``turnId``. Raises
+    :class:`CheckpointError` (capture refused) or :class:`StoreError` (fact refused: the ref is
+    then an orphan).
+    """
+    session_id, run_id = run["sessionId"], run["runId"]
+    prefix = store.read_immutable_prefix(session_id, run_id)
+    high_water = len(prefix.events)
+    with store.read() as conn:
+        epoch = max(current_epoch(conn, session_id), 1)
+    captured = carrier.capture(workspace, identity)
+    last_ts = prefix.events[-1].get("ts", 0)
+    ts = max(int(last_ts) if isinstance(last_ts, (int, float)) else 0, now_ms if now_ms is not None else int(time.time() * 1000))
+    boundary = {
+        "workspaceIdentity": identity,
+        "workspaceEpoch": epoch,
+        "immutableRuntimeHighWater": high_water,
+        "immutableRuntimeDigest": prefix.prefix_digest,
+        "checkpointRef": captured.checkpoint_ref,
+        "checkpointPolicyHash": captured.policy_hash,
+    }
+    event = {
+        "id": f"{run_id}_workspace_boundary_{high_water + 1}",
+        "sessionId": session_id, "invocationId": run["invocationId"], "runId": run_id, "turnId": run["turnId"],
+        "ts": ts, "partial": False, "role": "system", "author": "system",
+        "actions": {"workspaceBoundary": {"kind": BOUNDARY_CAPTURED_KIND, "version": 1, "payload": {
+            "protocol": "workspace_boundary_captured_v1", "boundary": boundary}}},
+    }
+    result = commit_workspace_boundary(
+        store, event, ref_resolver(carrier, workspace, identity, captured.commit_oid))
+    failpoint(AFTER_BOUNDARY_COMMITTED)
+    return result
+
+
+def _needs_capture(events: Sequence[Mapping[str, Any]], run_id: str, read_only: frozenset[str]) -> bool:
+    facts = boundary_facts(run_id, events)
+    if not facts:
+        return True
+    return any(breaks_coverage(event, read_only) for event in events[facts[-1].event_seq:])
+
+
+@dataclass
+class CapturingProvider:
+    """Wraps a provider (``next_step(history)``): captures at B0/B1 before delegating (§5.1)."""
+
+    inner: Any
+    root: str
+    identity: str
+    carrier: GitCheckpointCarrier
+    read_only: frozenset[str] = READ_ONLY_TOOLS
+    failures: list[CaptureFailure] = field(default_factory=list)
+    committed: list[BoundaryCommitResult] = field(default_factory=list)
+
+    def next_step(self, history: Sequence[Any]) -> Any:
+        if history:
+            self._capture_point(history[0])
+        return self.inner.next_step(history)
+
+    def __getattr__(self, name: str) -> Any:  # script, calls… of the wrapped provider
+        return getattr(self.inner, name)
+
+    def _capture_point(self, first: Mapping[str, Any]) -> None:
+        run = {key: str(first[key]) for key in ("sessionId", "invocationId", "runId", "turnId")}
+        store = RuntimeStore.open(self.root)
+        try:
+            events = store.read_run_events(run["sessionId"], run["runId"])
+            if not _needs_capture(events, run["runId"], self.read_only):
+                return
+            try:
+                self.committed.append(capture_and_commit(store, self.carrier, self.root, self.identity, run))
+            except (CheckpointError, StoreError) as error:
+                self.failures.append(CaptureFailure(error.code, str(error), run["runId"], len(events)))
+        finally:
+            store.close()
+
+
+def default_carrier() -> GitCheckpointCarrier:
+    """The reference carrier with its §8 steps wired to the store's failpoints."""
+    return GitCheckpointCarrier(on_step=carrier_failpoints)
+
+
+def workspace_path(root: str | os.PathLike[str]) -> str:
+    return str(Path(os.path.realpath(os.fspath(root))))

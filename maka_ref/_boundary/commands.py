@@ -1,0 +1,168 @@
+"""The library behind ``maka-ref run --checkpoints``, ``resume`` with the boundary gate and
+``maka-ref checkpoint list|verify|restore`` (spec-phase4 §3.5, §3.6, §3.8, §5.1, §6.2).
+
+Why here and not in the CLI: the CLI stays a parser and a printer (project rule); tests call
+these functions directly. Every function returns a JSON-ready document or raises
+:class:`CommandError` with a stable code: the carrier's code (spec-phase4 §11.2) or the
+store's, never a traceback.
+
+Reading never writes: ``list`` and ``verify`` open the store read-only (when it exists) and
+read the workspace identity without creating a marker.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from maka_ref._boundary.capture import (
+    CapturingProvider,
+    default_carrier,
+    workspace_path,
+)
+from maka_ref._boundary.gate import check_workspace_boundary
+from maka_ref._checkpoint import (
+    DEFAULT_POLICY_HASH,
+    CheckpointError,
+    GitCheckpointCarrier,
+)
+from maka_ref._errors import MakaRefError
+from maka_ref._plan.continuation.shapes import park
+from maka_ref._store.errors import StoreError
+from maka_ref._store.runtime_store import RuntimeStore
+from maka_ref._store.workspace.identity import (
+    read_workspace_identity,
+    resolve_workspace_identity,
+)
+
+__all__ = [
+    "CommandError",
+    "checkpoint_list",
+    "checkpoint_restore",
+    "checkpoint_verify",
+    "live_refs",
+    "make_workspace_gate",
+    "run_with_checkpoints",
+]
+
+
+class CommandError(MakaRefError):
+    """A refused checkpoint command: ``code`` is the carrier's or the store's."""
+
+    def __init__(self, code: str, message: str, details: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.details = dict(details or {})
+
+
+def _carrier_error(error: CheckpointError) -> CommandError:
+    return CommandError(error.code, error.message, error.details)
+
+
+def live_refs(root: str) -> dict[str, list[str]]:
+    """``checkpointRef`` → ids of the committed facts naming it (read-only; empty without a store)."""
+    if not os.path.isfile(os.path.join(root, "runtime.sqlite")):
+        return {}
+    store = RuntimeStore.open_read_only(root)
+    try:
+        with store.read() as conn:
+            rows = conn.execute(
+                "SELECT event_id, json_extract(payload_json, '$.actions.workspaceBoundary.payload.boundary.checkpointRef') "
+                "FROM runtime_events WHERE json_extract(payload_json, '$.actions.workspaceBoundary') IS NOT NULL "
+                "ORDER BY event_id").fetchall()
+    finally:
+        store.close()
+    out: dict[str, list[str]] = {}
+    for event_id, ref in rows:
+        out.setdefault(str(ref), []).append(str(event_id))
+    return out
+
+
+def checkpoint_list(workspace: str, carrier: GitCheckpointCarrier | None = None) -> dict[str, Any]:
+    """Every checkpoint ref of this workspace's identity (all of ``refs/maka/checkpoints/`` when
+    the workspace has no marker), each with the facts that name it (``orphan`` when none)."""
+    carrier = carrier or default_carrier()
+    root = workspace_path(workspace)
+    try:
+        identity = read_workspace_identity(root)
+    except MakaRefError as error:
+        raise CommandError(error.code, error.message) from None
+    try:
+        listed = carrier.list(root, identity.identity if identity is not None else None)
+    except CheckpointError as error:
+        raise _carrier_error(error) from None
+    named = live_refs(root)
+    items = []
+    for item in listed:
+        entry: dict[str, Any] = {"checkpointRef": item.checkpoint_ref, "commitOid": item.commit_oid}
+        if item.malformed:
+            entry["malformed"] = True
+        else:
+            entry["createdAtMs"] = item.created_at_ms
+        entry["facts"] = named.get(item.checkpoint_ref, [])
+        entry["orphan"] = not entry["facts"]
+        items.append(entry)
+    missing = sorted(ref for ref in named if ref not in {item.checkpoint_ref for item in listed})
+    return {"workspace": root, "workspaceIdentity": identity.identity if identity else None,
+            "checkpoints": items, "factsWithMissingArtifact": missing}
+
+
+def checkpoint_verify(workspace: str, ref: str, policy_hash: str = DEFAULT_POLICY_HASH,
+                      carrier: GitCheckpointCarrier | None = None) -> dict[str, Any]:
+    carrier = carrier or default_carrier()
+    try:
+        verified = carrier.verify(workspace_path(workspace), ref, policy_hash)
+    except CheckpointError as error:
+        raise _carrier_error(error) from None
+    return {"checkpointRef": ref, "commitOid": verified.commit_oid, "treeOid": verified.tree_oid,
+            "fileCount": verified.file_count, "totalBytes": verified.total_bytes, "policyHash": policy_hash}
+
+
+def checkpoint_restore(workspace: str, ref: str, destination: str, policy_hash: str = DEFAULT_POLICY_HASH,
+                       carrier: GitCheckpointCarrier | None = None) -> dict[str, Any]:
+    """Isolated restore (§3.6) into ``destination``; the workspace itself is never a target."""
+    carrier = carrier or default_carrier()
+    try:
+        result = carrier.restore(workspace_path(workspace), ref, policy_hash, destination)
+    except CheckpointError as error:
+        raise _carrier_error(error) from None
+    return {"path": result.path, "commitOid": result.commit_oid, "treeOid": result.tree_oid,
+            "fileCount": result.file_count, "checkpointRef": ref}
+
+
+def run_with_checkpoints(workspace: str, script: Any, *, seed: str | None = None,
+                         carrier: GitCheckpointCarrier | None = None) -> tuple[Any, dict[str, Any]]:
+    """``run_turn`` with the §5.1 capture points; returns the summary and the capture report."""
+    from maka_ref._runtime import run_turn
+    from maka_ref._runtime.provider import ScriptedProvider, load_script
+
+    carrier = carrier or default_carrier()
+    identity = resolve_workspace_identity(workspace)
+    loaded = load_script(script)
+    provider = CapturingProvider(ScriptedProvider(loaded), identity.workspace_path, identity.identity, carrier)
+    summary = run_turn(workspace, loaded, seed=seed, provider=provider)
+    report = {
+        "boundaries": [{"eventId": r.event_id, "eventSeq": r.event_seq} for r in provider.committed],
+        "captureFailures": [f.to_json() for f in provider.failures],
+    }
+    return summary, report
+
+
+def make_workspace_gate(carrier: GitCheckpointCarrier | None = None) -> Any:
+    """The ``workspace_gate`` of ``resume_session``: §6.2, a park plan on the first failure."""
+    the_carrier = carrier or default_carrier()
+
+    def gate(world: Any, session_id: str, source_run_id: str) -> Any:
+        root = str(world.root)
+        try:
+            result = check_workspace_boundary(
+                world.store, session_id, source_run_id, root, the_carrier,
+                lambda path: resolve_workspace_identity(path).identity)
+        except StoreError as error:
+            return park("workspace_boundary_corrupt", error.message)
+        if result.reason is None:
+            return None
+        return park(result.reason, result.message, {"check": result.check, **result.detail})
+
+    return gate
