@@ -52,8 +52,10 @@ def run_selftest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> 
         print(f"maka-conformance: interrupted: partial self-test report of {len(result.mutants)} of "
               f"{result.planned} mutants in {paths['json']}", file=err)
         return result.exit_code
-    out.write(f"mutation score: {len(result.killed)}/{len(result.mutants)} = {result.score:.0%} "
+    out.write(f"mutation score: {len(result.killed)}/{len(result.graded)} = {result.score:.0%} "
               f"({result.mode}, {result.duration_s:.0f} s)\n")
+    for m in result.not_gradable:
+        out.write(f"NOT GRADABLE: {m.name}: {(m.error or '').splitlines()[0] if m.error else ''}\n")
     for m in result.survivors:
         out.write(f"SURVIVED: {m.name} ({m.layer}, spec {m.spec}): {m.description}\n")
     for m in result.errors:

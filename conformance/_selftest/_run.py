@@ -71,7 +71,10 @@ class MutantOutcome:
     family: str
     description: str
     selection: dict[str, Any]
-    status: str  # "killed" | "survived" | "error"
+    #: "not_gradable": a mutant that ``needs`` a capability this machine cannot exercise (the
+    #: power-loss filesystem without FUSE) and whose every selected clause was *not run*: it
+    #: is neither killed nor a survivor, and it is left out of the score (``error`` says why).
+    status: str  # "killed" | "survived" | "error" | "not_gradable"
     killed_by: list[str] = field(default_factory=list)
     clauses_run: int = 0
     duration_s: float = 0.0
@@ -117,8 +120,17 @@ class SelftestResult:
         return [m for m in self.mutants if m.status == "error"]
 
     @property
+    def not_gradable(self) -> list[MutantOutcome]:
+        return [m for m in self.mutants if m.status == "not_gradable"]
+
+    @property
+    def graded(self) -> list[MutantOutcome]:
+        """The mutants the score is over: every one this machine could grade."""
+        return [m for m in self.mutants if m.status != "not_gradable"]
+
+    @property
     def score(self) -> float:
-        return len(self.killed) / len(self.mutants) if self.mutants else 0.0
+        return len(self.killed) / len(self.graded) if self.graded else 0.0
 
     def kills_by_clause(self) -> dict[str, list[str]]:
         """Every clause that ran → the mutants it killed (possibly none), sorted by clause."""
@@ -146,8 +158,9 @@ class SelftestResult:
             "interrupted": self.interrupted,
             "planned": self.planned or len(self.mutants),
             "durationS": round(self.duration_s, 1),
-            "score": {"killed": len(self.killed), "total": len(self.mutants), "ratio": round(self.score, 4),
-                      "survived": [m.name for m in self.survivors], "errors": [m.name for m in self.errors]},
+            "score": {"killed": len(self.killed), "total": len(self.graded), "ratio": round(self.score, 4),
+                      "survived": [m.name for m in self.survivors], "errors": [m.name for m in self.errors],
+                      "notGradable": {m.name: m.error for m in self.not_gradable}},
             "baseline": {"failures": dict(self.baseline_failures), "error": self.baseline_error},
             "mutants": [m.to_json() for m in self.mutants],
             "clauses": {c: names for c, names in self.kills_by_clause().items()},
@@ -158,9 +171,10 @@ class SelftestResult:
 
     def render_markdown(self) -> str:
         lines = [f"# Mutant self-test ({self.mode})", "",
-                 f"Mutation score: **{len(self.killed)}/{len(self.mutants)} = {self.score:.0%}** "
+                 f"Mutation score: **{len(self.killed)}/{len(self.graded)} = {self.score:.0%}** "
                  f"(survived: {', '.join(m.name for m in self.survivors) or 'none'}; "
-                 f"errors: {', '.join(m.name for m in self.errors) or 'none'}). "
+                 f"errors: {', '.join(m.name for m in self.errors) or 'none'}; "
+                 f"not gradable here: {', '.join(m.name for m in self.not_gradable) or 'none'}). "
                  f"Wall time {self.duration_s:.0f} s with {self.workers} worker(s).", ""]
         if self.interrupted:
             lines[2:2] = [f"**Interrupted (SIGINT)**: a partial self-test of the {len(self.mutants)} of "
@@ -320,9 +334,12 @@ def _run_selftest(mutants: Sequence[str] | None, *, full: bool, workers: int | s
             outcome.status, outcome.error = "error", run.harness_error
             return outcome
         killers: list[str] = []
+        not_run: list[str] = []
         for report in run.reports:
             for c in report.clauses:
                 if c.outcome in ("not_claimed", "skipped", "not_run"):
+                    if c.outcome == "not_run":
+                        not_run.append(c.message or "not run")
                     continue
                 clauses_run.add(c.clause_id)
                 outcome.clauses_run += 1
@@ -331,6 +348,9 @@ def _run_selftest(mutants: Sequence[str] | None, *, full: bool, workers: int | s
         outcome.killed_by = sorted(set(killers))
         if outcome.killed_by:
             outcome.status = "killed"
+        elif m.needs and outcome.clauses_run == 0 and not_run:
+            # nothing of its selection could run here (no FUSE): not a survivor, not a kill
+            outcome.status, outcome.error = "not_gradable", f"{m.needs}: {not_run[0]}"
         elif any(r.harness_errors for r in run.reports):
             outcome.status = "error"
             outcome.error = "; ".join(str(e) for r in run.reports for e in r.harness_errors)

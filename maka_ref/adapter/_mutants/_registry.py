@@ -28,6 +28,9 @@ class Mutant:
     keyword: str | None  # the default self-test's -k selection
     level: str | None  # the default self-test's --maka-level selection
     apply: Callable[[], None]
+    #: A capability only some machines can exercise (``faults.powerloss``: FUSE). Where its
+    #: clauses are all *not run*, the self-test reports the mutant *not gradable*.
+    needs: str | None = None
 
     @property
     def description(self) -> str:
@@ -39,14 +42,15 @@ class Mutant:
 
     def to_json(self) -> dict[str, object]:
         return {"name": self.name, "layer": self.layer, "spec": self.spec, "family": self.family,
-                "keyword": self.keyword, "level": self.level, "description": self.description}
+                "keyword": self.keyword, "level": self.level, "description": self.description,
+                "needs": self.needs}
 
 
 MUTANTS: dict[str, Mutant] = {}
 
 
 def mutant(name: str, *, layer: str, spec: str, family: str, keyword: str | None = None,
-           level: str | None = None) -> Callable[[Callable[[], None]], Callable[[], None]]:
+           level: str | None = None, needs: str | None = None) -> Callable[[Callable[[], None]], Callable[[], None]]:
     if layer not in LAYERS:
         raise ValueError(f"unknown layer {layer!r}")
 
@@ -55,7 +59,7 @@ def mutant(name: str, *, layer: str, spec: str, family: str, keyword: str | None
             raise ValueError(f"duplicate mutant {name!r}")
         if not (apply.__doc__ or "").strip():
             raise ValueError(f"mutant {name!r} has no docstring")
-        MUTANTS[name] = Mutant(name, layer, spec, family, keyword, level, apply)
+        MUTANTS[name] = Mutant(name, layer, spec, family, keyword, level, apply, needs)
         return apply
 
     return register
