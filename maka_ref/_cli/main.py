@@ -62,6 +62,15 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("repair", help="startup repair of a workspace's runs; print the repair report (docs/choices/repair.md)")
     p.add_argument("--workspace", required=True, type=_workspace_dir, metavar="DIR", help="the storage root to repair")
 
+    p = sub.add_parser(
+        "reconcile",
+        help="Phase 3: settle unsettled Write/Edit/Append operations from their file evidence, finalize only "
+             "(docs/spec-phase3.md §5, docs/reconcile.md); exit 0 when every operation it looked at is settled, "
+             "3 when one stays unsettled (its code says why), 2 on bad input",
+    )
+    p.add_argument("--workspace", required=True, type=_workspace_dir, metavar="DIR", help="the workspace whose store is reconciled")
+    p.add_argument("--operation", default=None, metavar="ID", help="reconcile this operation only")
+
     p = sub.add_parser("run", help="run one scripted turn of the live runtime; print the run summary (docs/choices/runtime.md)")
     p.add_argument("--workspace", required=True, type=_workspace_dir, metavar="DIR", help="the workspace (tools act here; holds runtime.sqlite)")
     p.add_argument("--script", required=True, metavar="FILE", help="provider script (maka_ref/_runtime/script.schema.json)")
@@ -204,6 +213,22 @@ def _cmd_repair(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _cmd_reconcile(args: argparse.Namespace, out: TextIO) -> int:
+    """``{"operations": [...]}`` (spec-phase3 §6 ``runtime.reconcile``). Exit 0: every operation
+    looked at is settled (``completed``, ``parked``, ``already_settled``) or there was none; 3:
+    at least one was ``skipped`` and stays unsettled (its ``code``: ``reconcile_no_evidence``,
+    ``reconcile_evidence_invalid``, ``reconcile_workspace_mismatch``, ``reconcile_run_sealed``,
+    ``reconcile_observer_unavailable``); 2: bad input or a store fault."""
+    from maka_ref._repair import reconcile_workspace
+
+    try:
+        results = reconcile_workspace(args.workspace, operation_id=args.operation)
+    except MakaRefError as exc:
+        raise InputError(exc.code, " ".join(exc.message.splitlines())) from None
+    _emit({"operations": [item.to_json() for item in results]}, out)
+    return EXIT_PARKED if any(item.outcome == "skipped" for item in results) else EXIT_OK
+
+
 def _cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
     """Exit 0: a continuation ran to a terminal state; 3: parked (``{"parked": true,
     "rejectionReasons": [...], ...}``); 2: an error (revalidation codes of spec 20 §3.9)."""
@@ -226,6 +251,7 @@ _COMMANDS = {
     "inspect": _cmd_inspect,
     "run": _cmd_run,
     "repair": _cmd_repair,
+    "reconcile": _cmd_reconcile,
     "resume": _cmd_resume,
 }
 

@@ -71,15 +71,20 @@ class RepairReport:
     repairs: list[RunRepair] = field(default_factory=list)
     skipped: list[SkippedRun] = field(default_factory=list)
     recovered_sessions: list[str] = field(default_factory=list)
+    #: Phase 3 reconciler results (``ReconcileResult``), run before each run is sealed
+    #: (spec-phase3 §5.5); reported only when there is one, so pre-Phase-3 reports are unchanged.
+    reconciled: list[Any] = field(default_factory=list)
 
     def extend(self, other: "RepairReport") -> None:
         self.repairs.extend(other.repairs)
         self.skipped.extend(other.skipped)
         self.recovered_sessions.extend(other.recovered_sessions)
+        self.reconciled.extend(other.reconciled)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "repairs": [item.to_json() for item in self.repairs],
             "skipped": [item.to_json() for item in self.skipped],
             "recoveredSessions": list(self.recovered_sessions),
+            **({"reconciled": [item.to_json() for item in self.reconciled]} if self.reconciled else {}),
         }

@@ -8,7 +8,10 @@ Per session (sessions ordered by their first run's ``createdAt``, then id):
 4. the continuation claim saga (§4.5) through the :mod:`maka_ref._repair.claims` extension
    point; an unreadable claim authority quarantines the whole session (best-effort) or raises
    (strict);
-5. generic run repair (§4.6) for every run, ordered by ``createdAt``, ``runId``;
+5. generic run repair (§4.6) for every run, ordered by ``createdAt``, ``runId``; each run's
+   unsettled operations with Phase 3 file evidence are reconciled first
+   (:mod:`maka_ref._repair.reconcile`), because the run's terminal fact seals it against the
+   recovery bundle (spec-phase3 §5.5: reconcile → terminal event → terminal header);
 6. the session is reported recovered when the saga or run repair wrote something.
 
 Repair opens the writer stores (as the live runtime does) only when the workspace holds a
@@ -25,6 +28,7 @@ from pathlib import Path
 
 from maka_ref._repair.claim_saga import CLAIM_SAGA
 from maka_ref._repair.claims import ClaimAuthorityUnavailable, ClaimSaga, ClaimSagaContext
+from maka_ref._repair.reconcile import ReconcileResult, reconcile_store
 from maka_ref._repair.report import RepairReport, RunRepair, SkippedRun
 from maka_ref._repair.runs import Clock, repair_run, wall_clock
 from maka_ref._store.agent_runs.store import AgentRunStore
@@ -91,6 +95,9 @@ def repair_session(
     for header in runs.list_session_runs(session_id):  # re-read: the saga may have created/changed runs
         if header["runId"] in saga_skipped:
             continue
+        report.reconciled.extend(  # spec-phase3 §5.5: before the run is sealed
+            reconcile_store(store, store.db_path.parent, clock=clock, session_id=session_id, run_id=header["runId"])
+        )
         result = repair_run(
             store, runs, header, strict=strict, claim_owned=header["runId"] in outcome.owned_run_ids, clock=clock
         )
@@ -131,3 +138,18 @@ def repair_workspace(
     finally:
         store.close()
     return report
+
+
+def reconcile_workspace(
+    root: str | os.PathLike[str], *, operation_id: str | None = None, clock: Clock = wall_clock
+) -> list[ReconcileResult]:
+    """``maka-ref reconcile``: the Phase 3 reconciler over every unsettled operation of the
+    workspace at ``root`` (or just ``operation_id``), without repairing or sealing any run
+    (spec-phase3 §5.1). A workspace without a store has nothing to reconcile: no file is created.
+    Raises ``RepairError``-family errors for a bad workspace and ``StoreError`` for a store that
+    cannot be opened; per-operation stops are results, never exceptions."""
+    workspace = check_workspace(root)
+    if not (workspace / DB_FILE_NAME).is_file():
+        return []
+    with RuntimeStore.open(workspace) as store:
+        return reconcile_store(store, workspace, clock=clock, operation_id=operation_id)

@@ -43,7 +43,9 @@ from maka_ref._store.engine.schema import (
     migrate,
     read_user_version,
 )
-from maka_ref._store.errors import StoreError
+from maka_ref._store.errors import RunSealedError, StoreError
+from maka_ref._store.engine.rows import read_event_row
+from maka_ref._store.insert.primitive import check_run_sealed
 from maka_ref._store import evidence as tool_evidence
 from maka_ref._store.insert.health import HealthGate
 from maka_ref._store.partials import check_partial_batch
@@ -290,6 +292,30 @@ class RuntimeStore:
         damaged row (a signal about that operation only)."""
         with self.read() as conn:
             return tool_evidence.read_tool_evidence(conn, operation_id)
+
+    def read_tool_t1_events(self, operation_id: str) -> tuple[FrozenDict, FrozenDict] | None:
+        """The committed call and dispatch events of ``operation_id`` (decoded, identity
+        re-checked), or None when the operation or its dispatch is unknown: what a reconciler
+        binds the evidence to (spec-phase3 §5.1 step 3)."""
+        with self.read() as conn:
+            operation = projections.read_tool_operation(conn, operation_id)
+            if operation is None or operation.dispatch_event_id is None:
+                return None
+            call = read_event_row(conn, operation.call_event_id)
+            dispatch = read_event_row(conn, operation.dispatch_event_id)
+        if call is None or dispatch is None:
+            return None
+        return call.event, dispatch.event
+
+    def is_run_sealed(self, session_id: str, run_id: str) -> bool:
+        """Whether the run holds its terminal fact (spec 30 §2.1 step 4): such a run refuses a
+        recovery bundle (spec-phase3 §5.1 step 1)."""
+        with self.read() as conn:
+            try:
+                check_run_sealed(conn, session_id, run_id)
+            except RunSealedError:
+                return True
+        return False
 
     # -- projections (§3) -------------------------------------------------------------------
 

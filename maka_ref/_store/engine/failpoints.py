@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Literal, Union
 
@@ -45,6 +47,8 @@ __all__ = [
     "block_forever",
     "disarm",
     "failpoint",
+    "reached_by_reconciler",
+    "reconciling",
 ]
 
 ENV_VAR = "MAKA_REF_FAILPOINT"
@@ -169,6 +173,28 @@ def disarm() -> None:
 def armed() -> Armed | None:
     """The armed failpoint (with its hit ``count`` and ``fired`` flag), or None."""
     return _armed
+
+
+_reconciling = threading.local()
+
+
+@contextmanager
+def reached_by_reconciler() -> Iterator[None]:
+    """Mark this thread as committing a Phase 3 reconciler's bundle, so the bundle writer's
+    ``after_recovery_reconcile`` also fires ``reconcile_inside_bundle`` (spec-phase3 §5.1 step 8):
+    the reconciler's own crash point inside the transaction, armable apart from every other
+    bundle writer's."""
+    previous = getattr(_reconciling, "active", False)
+    _reconciling.active = True
+    try:
+        yield
+    finally:
+        _reconciling.active = previous
+
+
+def reconciling() -> bool:
+    """Whether :func:`reached_by_reconciler` is active on this thread."""
+    return getattr(_reconciling, "active", False)
 
 
 def _arm_from_environment(value: str | None) -> None:

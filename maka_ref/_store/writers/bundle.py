@@ -19,7 +19,7 @@ from typing import Any
 
 from maka_ref._events.encode import EncodedRuntimeEvent
 from maka_ref._ledger.bundle import OperationIdentity, validate_recovery_bundle
-from maka_ref._store.engine.failpoints import failpoint
+from maka_ref._store.engine.failpoints import failpoint, reconciling
 from maka_ref._store.engine.rows import read_event_row
 from maka_ref._store.errors import StoreError, ToolRecoveryBundleValidationError
 from maka_ref._store.insert.health import HealthGate, assert_tool_ledger_transition
@@ -166,6 +166,8 @@ def commit_bundle(conn: sqlite3.Connection, gate: HealthGate, bundle: PreparedBu
         conn, operation_id, "UPDATE tool_operations SET version = version + 1 WHERE operation_id = ?", (operation_id,)
     )
     failpoint("after_recovery_reconcile")
+    if reconciling():  # the Phase 3 reconciler's own point inside the bundle (spec-phase3 §5.6)
+        failpoint("reconcile_inside_bundle")
     if bundle.outcome is not None and _identity(bundle.outcome.event) != checked:
         checked = None  # the outcome's own check ran; the decision runs its own too
     if bundle.outcome is not None:

@@ -17,9 +17,9 @@ import pytest
 from maka_ref._reconcile import Invalid
 from maka_ref._store import RuntimeStore, StoreError
 from maka_ref._store.engine.failpoints import FailpointTriggered, arm, disarm
+from maka_ref.testing import families as fam
 from tests.maka_ref.reconcile.support import WORKSPACE_IDENTITY, regular
 from tests.maka_ref.store.support import db_file, raw, t1_input
-from maka_ref.testing import families as fam
 
 
 def w_evidence(**changes: object) -> dict[str, object]:
@@ -117,12 +117,11 @@ def test_t1_refuses_bad_evidence_and_writes_nothing(tmp_path: Path, record: dict
 
 
 def test_t1_refuses_evidence_on_a_non_reconcile_dispatch(tmp_path: Path) -> None:
-    with RuntimeStore.open(tmp_path) as store:
-        with pytest.raises(StoreError) as caught:
-            store.commit_tool_prepared(
-                t1_input(dispatch=fam.w_dispatch(recovery_mode="never_auto_retry"), recovery_mode="never_auto_retry",
-                         evidence=w_evidence())
-            )
+    with RuntimeStore.open(tmp_path) as store, pytest.raises(StoreError) as caught:
+        store.commit_tool_prepared(
+            t1_input(dispatch=fam.w_dispatch(recovery_mode="never_auto_retry"), recovery_mode="never_auto_retry",
+                     evidence=w_evidence())
+        )
     assert caught.value.code == "evidence_recovery_mode_conflict"
     assert event_ids(tmp_path) == []
 
