@@ -6,13 +6,16 @@
 * :mod:`.capture` — capture + fact commit in the §4.1 order, and the capture points of §5.1
   (a provider wrapper that captures before each provider call that needs it);
 * :mod:`.gate`    — the §6.2 resume checks, as a park reason or nothing;
-* :mod:`.commands` — the library behind ``maka-ref checkpoint list|verify|restore``.
+* :mod:`.transition` — the rebaseline transition (§7.1): gate and in-transaction fact;
+* :mod:`.commands` — the library behind ``maka-ref checkpoint …``, ``run --checkpoints`` and
+  ``resume --rebaseline``.
 
 Why a room of its own: it is the only place that sees both the checkpoint carrier (which may
 not read facts, §3.1) and the store (which may not run Git); the runtime loop and the
 continuation executor receive its work as callables, so neither learns about Git.
 
-May import: ``maka_ref._checkpoint``, ``maka_ref._errors``, ``maka_ref._events``,
-``maka_ref._plan.continuation``, ``maka_ref._runtime``, ``maka_ref._store.engine``,
-``maka_ref._store.errors``, ``maka_ref._store.runtime_store``, ``maka_ref._store.workspace``.
+May import: ``maka_ref._checkpoint``, ``maka_ref._continuation``, ``maka_ref._errors``,
+``maka_ref._events``, ``maka_ref._plan.continuation``, ``maka_ref._runtime``,
+``maka_ref._store.engine``, ``maka_ref._store.errors``, ``maka_ref._store.reads``,
+``maka_ref._store.runtime_store``, ``maka_ref._store.workspace``.
 """

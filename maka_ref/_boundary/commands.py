@@ -43,6 +43,7 @@ __all__ = [
     "checkpoint_verify",
     "live_refs",
     "make_workspace_gate",
+    "resume_with_intent",
     "run_with_checkpoints",
 ]
 
@@ -166,3 +167,30 @@ def make_workspace_gate(carrier: GitCheckpointCarrier | None = None) -> Any:
         return park(result.reason, result.message, {"check": result.check, **result.detail})
 
     return gate
+
+
+def resume_with_intent(root: str, session_id: str | None = None, *, intent: str = "none",
+                       carrier: GitCheckpointCarrier | None = None, **kwargs: Any) -> tuple[Any, dict[str, Any] | None]:
+    """``resume_session`` behind the §6.2 gate (``intent="none"``), or a rebaseline (§7.1,
+    ``intent="rebaseline"``). Returns the outcome and, for a rebaseline that committed, its
+    fact's payload."""
+    from maka_ref._boundary.transition import Rebaseline
+    from maka_ref._continuation import resume_session
+
+    the_carrier = carrier or default_carrier()
+    if intent == "none":
+        return resume_session(root, session_id, workspace_gate=make_workspace_gate(the_carrier), **kwargs), None
+    if intent != "rebaseline":
+        raise CommandError("invalid_workspace_intent", f"unknown workspace intent {intent!r}")
+    rebaseline = Rebaseline(workspace_path(root), the_carrier)
+    outcome = resume_session(root, session_id, workspace_gate=rebaseline.gate,
+                             start_transition=rebaseline.start_transition, **kwargs)
+    if outcome.parked and outcome.rejection_reasons == ("workspace_identity_mismatch",):
+        # The Phase 1 planner's own identity gate (spec 20 §3.6 (i)) parked before the boundary
+        # gate ran; for a rebaseline request §6.3 names the refusal.
+        import dataclasses
+
+        outcome = dataclasses.replace(outcome, plan=park(
+            "workspace_rebaseline_identity_mismatch", "rebaseline binds the current directory only; "
+            "another directory needs an isolated restore"))
+    return outcome, rebaseline.fact

@@ -33,15 +33,18 @@ leaves and what repair/resume then do: ``docs/failpoints.md`` §4).
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from maka_ref._codec.frozen import FrozenDict, thaw
 from maka_ref._errors import MakaRefError
-from maka_ref._plan.continuation import RuntimeContinuation, continuation_envelope_problem
+from maka_ref._plan.continuation import (
+    RuntimeContinuation,
+    continuation_envelope_problem,
+)
 from maka_ref._runtime.ids import RunIds
 from maka_ref._runtime.provider import T1_PROTOCOL, Script, ScriptedProvider
 from maka_ref._runtime.run_turn import (
@@ -60,7 +63,11 @@ from maka_ref._store.claims.codec import CLAIM_PROTOCOL, expected_continuation_s
 from maka_ref._store.engine.failpoints import failpoint
 
 from .crashpoints import continuation_failpoint
-from .revalidate import RuntimeContinuationRevalidationError, revalidate_safety, revalidate_source
+from .revalidate import (
+    RuntimeContinuationRevalidationError,
+    revalidate_safety,
+    revalidate_source,
+)
 from .sidecar import write_script_sidecar
 from .world import StoreWorld
 
@@ -237,8 +244,13 @@ def execute_continuation(
     clock: Clock | None = None,
     provider: ScriptedProvider | None = None,
     tools: Mapping[str, Tool] | None = None,
+    start_transition: Callable[[Any, Mapping[str, Any]], None] | None = None,
 ) -> ExecutionResult:
     """Run the continuation ``c`` (a ``continue`` plan's envelope) — see the module docstring.
+
+    ``start_transition(conn, start_event)`` (Phase 4, docs/spec-phase4.md §4.3, §7): called inside
+    the continuation-start's own write transaction, after the start is inserted, to insert a
+    workspace transition fact at seq 2; if it raises, neither the start nor the fact commits.
 
     Raises :class:`RuntimeContinuationRevalidationError` (coded, §3.9) or
     :class:`ContinuationExecutionError` before the provider is called; afterwards a failure ends
@@ -286,8 +298,14 @@ def execute_continuation(
         continuation_failpoint("after_run_created")  # the same boundary, spec 20 §4.9 name
         start = _start_event(c, max(tick(), claimed_at), script.protocol == T1_PROTOCOL)
         try:
-            started = store.commit_continuation_start(c.claim_id, start)
-        except Exception as exc:  # noqa: BLE001 - the run stays `created`, provider never called
+            if start_transition is None:
+                started = store.commit_continuation_start(c.claim_id, start)
+            else:
+                with store.write() as conn:  # one transaction: the start, then the transition fact
+                    started = store.commit_continuation_start(c.claim_id, start)
+                    if started.created:
+                        start_transition(conn, start)
+        except Exception as exc:
             raise ContinuationExecutionError(
                 f"continuation start not durably committed: {exc}", code="continuation_start_not_committed"
             ) from exc

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from maka_ref._store.workspace.directory import check_workspace_dir
 from maka_ref._plan.continuation import (
     SafeBoundaryContinuationPlan,
     plan_authoritative,
@@ -43,6 +42,7 @@ from maka_ref._runtime.tool_runtime import Clock
 from maka_ref._runtime.tools import Tool
 from maka_ref._store.agent_runs.store import DB_FILE_NAME, AgentRunStore
 from maka_ref._store.runtime_store import RuntimeStore
+from maka_ref._store.workspace.directory import check_workspace_dir
 
 from . import lifecycle as lc
 from .effect_guard import check_store_covers_effect_log
@@ -114,7 +114,7 @@ def resume_session(
     *,
     flag: bool | None = None,
     lifecycle_log: lc.LifecycleSink | None = None,
-    script: "Script | Mapping[str, Any] | str | os.PathLike[str] | None" = None,
+    script: Script | Mapping[str, Any] | str | os.PathLike[str] | None = None,
     seed: str | None = None,
     clock: Clock | None = None,
     provider: ScriptedProvider | None = None,
@@ -123,6 +123,7 @@ def resume_session(
     tool_catalog: Callable[[], Iterable[str]] = default_tool_catalog,
     before_execute: Callable[[StoreWorld, SafeBoundaryContinuationPlan], None] | None = None,
     workspace_gate: Callable[[StoreWorld, str, str], SafeBoundaryContinuationPlan | None] | None = None,
+    start_transition: Callable[[Any, Mapping[str, Any]], None] | None = None,
 ) -> ResumeOutcome:
     """Resume the newest failed/cancelled run of the workspace ``root`` (module docstring).
 
@@ -133,6 +134,8 @@ def resume_session(
     ``workspace_gate(world, session_id, source_run_id)`` is the Phase 4 boundary check
     (docs/spec-phase4.md §6.2, ``maka_ref._boundary.gate``): a park plan it returns replaces an
     approved plan (one ``plan_parked`` event, nothing executed); ``None`` lets it run.
+    ``start_transition`` is handed to the executor (a rebaseline's fact joins the start's
+    transaction, docs/spec-phase4.md §7.1 step 4).
     Raises ``MakaRefError`` subclasses on execution errors (revalidation codes of §3.9).
     """
     if flag is None:
@@ -172,7 +175,8 @@ def resume_session(
             lc.emit(sink, lc.execution_started(c.session_id, c.source_run_id, c.run_id))
             try:
                 loaded = load_script(script) if script is not None else read_script_sidecar(workspace, c.source_run_id)
-                result = execute_continuation(world, c, loaded, seed, clock=clock, provider=provider, tools=tools)
+                result = execute_continuation(world, c, loaded, seed, clock=clock, provider=provider, tools=tools,
+                                              start_transition=start_transition)
             except BaseException as exc:
                 lc.emit(sink, lc.execution_failed(c.session_id, c.source_run_id, c.run_id, lc.error_class(exc)))
                 raise
