@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 from maka_ref._codec.frozen import FrozenDict
 from maka_ref._codec.jsontext import parse_json
+from maka_ref._events.fast import fast_decode_event
 from maka_ref._events.schema import decode_runtime_event
 from maka_ref._store.errors import row_payload_identity_mismatch
 
@@ -55,7 +56,8 @@ class StoredEvent:
 def decode_event_row(row: tuple[Any, ...]) -> StoredEvent:
     """Decode a row selected with :data:`EVENT_COLUMNS`, re-checking row/payload identity."""
     event_id, session_id, invocation_id, run_id, turn_id, event_seq, payload_json, committed_at = row
-    event = decode_runtime_event(parse_json(payload_json))
+    # The msgspec fast path (same event, proven, or None: then the exact path and its error).
+    event = fast_decode_event(payload_json) or decode_runtime_event(parse_json(payload_json))
     if (
         event.get("id") != event_id
         or event.get("sessionId") != session_id
