@@ -15,6 +15,12 @@ import os
 import sys
 from typing import Any, NoReturn, Sequence, TextIO
 
+from maka_ref._cli.checkpoint import (
+    add_checkpoint_parser,
+    run_checkpoint,
+    run_resume,
+    run_with_checkpoints,
+)
 from maka_ref._cli.ledger_input import InputError, load_ledger, load_ledger_with
 from maka_ref._codec.argshash import canonical_args_hash
 from maka_ref._codec.jsontext import iter_answer_json, parse_json
@@ -74,10 +80,14 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run one scripted turn of the live runtime; print the run summary (docs/choices/runtime.md)")
     p.add_argument("--workspace", required=True, type=_workspace_dir, metavar="DIR", help="the workspace (tools act here; holds runtime.sqlite)")
     p.add_argument("--script", required=True, metavar="FILE", help="provider script (maka_ref/_runtime/script.schema.json)")
+    p.add_argument("--checkpoints", action="store_true", help="Phase 4: capture a Git checkpoint and commit a workspace boundary before the first provider call and after every mutating step (docs/spec-phase4.md §5.1); an ineligible workspace is reported and the run goes on")
 
     p = sub.add_parser("resume", help="Phase 1 safe-boundary continuation (needs MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1; docs/choices/continuation-execution.md)")
     p.add_argument("--workspace", required=True, type=_workspace_dir, metavar="DIR", help="the workspace whose newest failed/cancelled run is resumed")
     p.add_argument("--session", default=None, metavar="ID", help="resume within this session only")
+    p.add_argument("--rebaseline", action="store_true", help="Phase 4: continue from the current files after a workspace park (docs/spec-phase4.md §7.1; same as `checkpoint rebaseline`)")
+
+    add_checkpoint_parser(sub, _workspace_dir)
     return parser
 
 
@@ -195,6 +205,8 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     try:
         if os.path.isdir(args.workspace):  # the script a later `resume` replays (sidecar.py)
             write_script_sidecar(os.path.realpath(args.workspace), f"run_{seed}", args.script)
+        if args.checkpoints:
+            return run_with_checkpoints(args.workspace, args.script, seed, out, _emit)
         summary = run_turn(args.workspace, args.script, seed=seed)
     except MakaRefError as exc:
         raise InputError(exc.code, " ".join(exc.message.splitlines())) from None
@@ -232,14 +244,8 @@ def _cmd_reconcile(args: argparse.Namespace, out: TextIO) -> int:
 def _cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
     """Exit 0: a continuation ran to a terminal state; 3: parked (``{"parked": true,
     "rejectionReasons": [...], ...}``); 2: an error (revalidation codes of spec 20 §3.9)."""
-    from maka_ref._continuation import resume_session
-
-    try:
-        outcome = resume_session(args.workspace, args.session)
-    except MakaRefError as exc:
-        raise InputError(exc.code, " ".join(exc.message.splitlines())) from None
-    _emit(outcome.to_json(), out)
-    return EXIT_PARKED if outcome.parked else EXIT_OK
+    # the Phase 4 gate (docs/spec-phase4.md §6.2) parks only sessions holding boundary facts
+    return run_resume(args.workspace, args.session, "rebaseline" if args.rebaseline else "none", out, _emit)
 
 
 _COMMANDS = {
@@ -253,6 +259,7 @@ _COMMANDS = {
     "repair": _cmd_repair,
     "reconcile": _cmd_reconcile,
     "resume": _cmd_resume,
+    "checkpoint": lambda args, out: run_checkpoint(args, out, _emit),
 }
 
 
