@@ -54,6 +54,9 @@ def test_upstream_is_certified_except_its_deviations(tmp_path: Path) -> None:
     assert result.harness_error is None
     (report,) = result.reports
     assert report.implementation["name"] == "maka-agent"
+    # issue 15 item 4: the adapter says how upstream syncs (STORE-DURABILITY-001 needs it with `store`)
+    assert report.implementation["durability"]["sync"] == "fsync"
+    assert report.implementation["durability"]["directorySync"] is False
     bad = {c.clause_id: c.outcome for c in report.clauses if c.outcome != "passed"}
     assert not bad, bad
     assert report.finalized().level_reached == "ledger"

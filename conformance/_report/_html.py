@@ -22,6 +22,7 @@ from ._text import (
     counts_line,
     diff_sides,
     duration,
+    durability_line,
     implementation_line,
     level_status,
     platform_line,
@@ -54,6 +55,7 @@ def _summary(report: RunReport) -> str:
     facts = [
         ("Implementation", f"<strong>{e(implementation_line(report))}</strong>"),
         ("Platform", e(platform_line(report))),
+        ("Durability (declared)", e(durability_line(report))),
         ("Result", e(counts_line(report))),
         ("Duration", e(f"{duration(report.duration_s)} on {report.workers} worker(s)")),
         ("Started", e(report.started_at)),

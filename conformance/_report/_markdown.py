@@ -20,6 +20,7 @@ from ._text import (
     counts_line,
     diff_sides,
     duration,
+    durability_line,
     implementation_line,
     level_status,
     platform_line,
@@ -72,6 +73,7 @@ def _summary(report: RunReport) -> list[str]:
         "",
         f"- Implementation: **{cell(implementation_line(report))}**",
         f"- Platform: {cell(platform_line(report))}",
+        f"- Durability (declared): {cell(durability_line(report))}",
         f"- Result: {counts_line(report)}",
         f"- Duration: {duration(report.duration_s)} on {report.workers} worker(s), "
         f"started {cell(report.started_at)}",

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 from ._addenda import Addenda
 from ._levels import CAPABILITIES
 from ._model import RunReport
-from ._text import implementation_line, platform_label
+from ._text import durability_text, implementation_line, platform_label
 
 __all__ = ["CELL_STATES", "Matrix", "merge_matrix", "render_matrix_html", "render_matrix_markdown",
            "render_matrix_text"]
@@ -38,13 +38,17 @@ class Matrix:
     platforms: list[str]
     cells: dict[str, dict[str, str]]
     sources: dict[str, list[str]] = field(default_factory=dict)
+    #: ``durability[platform]``: how the implementation declared it makes files durable there
+    #: (the handshake's ``durability``, protocol §3; "not declared" when it said nothing, "not
+    #: run" without a report). Several different declarations on one platform are joined by "; ".
+    durability: dict[str, str] = field(default_factory=dict)
 
     def cell(self, capability: str, platform: str) -> str:
         return self.cells[capability][platform]
 
     def to_dict(self) -> dict[str, Any]:
         return {"capabilities": self.capabilities, "platforms": self.platforms,
-                "cells": self.cells, "sources": self.sources}
+                "cells": self.cells, "sources": self.sources, "durability": self.durability}
 
     def to_json(self, *, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
@@ -80,6 +84,7 @@ def merge_matrix(reports: Iterable[RunReport]) -> Matrix:
     reports = list(reports)
     per_platform: dict[str, dict[str, str]] = {}
     sources: dict[str, list[str]] = {}
+    declarations: dict[str, list[str]] = {}
     platforms = list(BASE_PLATFORMS)
     for report in reports:
         label = platform_label(report.platform.get("system"))
@@ -92,6 +97,10 @@ def merge_matrix(reports: Iterable[RunReport]) -> Matrix:
         level = report.verdict().level_reached
         status = f"level {level}" if level else "not certified"
         sources.setdefault(label, []).append(f"{implementation_line(report)}: {status}")
+        declared = durability_text(report.implementation.get("durability"))
+        seen = declarations.setdefault(label, [])
+        if declared not in seen:
+            seen.append(declared)
     names = {c for cells in per_platform.values() for c in cells}
     capabilities = [c for c in CAPABILITIES if c in names] + sorted(names - set(CAPABILITIES))
     cells = {
@@ -99,7 +108,8 @@ def merge_matrix(reports: Iterable[RunReport]) -> Matrix:
               for p in platforms}
         for cap in capabilities
     }
-    return Matrix(capabilities=capabilities, platforms=platforms, cells=cells, sources=sources)
+    durability = {p: "; ".join(declarations[p]) if p in declarations else NOT_RUN for p in platforms}
+    return Matrix(capabilities=capabilities, platforms=platforms, cells=cells, sources=sources, durability=durability)
 
 
 def render_matrix_markdown(matrix: Matrix) -> str:
@@ -110,8 +120,12 @@ def render_matrix_markdown(matrix: Matrix) -> str:
         states = (matrix.cells[cap][p] for p in matrix.platforms)
         row = [f"**{s}**" if s == FAILED else s for s in states]
         lines.append(f"| `{cap}` | " + " | ".join(row) + " |")
+    if matrix.durability:
+        lines.append("| durability (declared) | " + " | ".join(matrix.durability.get(p, NOT_RUN) for p in matrix.platforms)
+                     + " |")
     lines += ["", "supported = claimed and every clause passed; failed = a clause failed or "
-              "errored; not run = no report for the platform, or claimed but not (fully) run."]
+              "errored; not run = no report for the platform, or claimed but not (fully) run; durability = "
+              "how the implementation said it makes files durable there (handshake, protocol §3)."]
     if matrix.sources:
         lines += [""] + [f"- {p}: " + "; ".join(s) for p, s in matrix.sources.items()]
     return "\n".join(lines) + "\n"
@@ -123,6 +137,8 @@ def render_matrix_text(matrix: Matrix) -> str:
     header = ["capability", *matrix.platforms]
     rows = [[cap, *(marks[matrix.cells[cap][p]] for p in matrix.platforms)]
             for cap in matrix.capabilities]
+    if matrix.durability:
+        rows.append(["durability (declared)", *(matrix.durability.get(p, NOT_RUN) for p in matrix.platforms)])
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
@@ -150,6 +166,9 @@ def render_matrix_html(matrix: Matrix, addenda: Addenda | None = None) -> str:
         + "".join(f'<td><span class="badge {_CELL_CLASS[matrix.cells[cap][p]]}">{escape(matrix.cells[cap][p])}'
                   "</span></td>" for p in matrix.platforms) + "</tr>"
         for cap in matrix.capabilities)
+    if matrix.durability:
+        rows += ("<tr><td>durability (declared)</td>"
+                 + "".join(f"<td>{escape(matrix.durability.get(p, NOT_RUN))}</td>" for p in matrix.platforms) + "</tr>")
     sources = "".join(f"<li>{escape(p)}: {escape('; '.join(s))}</li>" for p, s in matrix.sources.items())
     body = (f'<section id="capabilities"><h2>Capabilities</h2><table><thead><tr><th>Capability</th>{head}</tr>'
             f"</thead><tbody>{rows}</tbody></table><p>supported = claimed and every clause passed; failed = a clause "

@@ -58,6 +58,25 @@ def implementation_line(report: RunReport) -> str:
     return f"{name} {version}" if version else str(name)
 
 
+def durability_text(durability: Any) -> str:
+    """The handshake's ``durability`` (protocol §3) in a few words: ``"F_FULLFSYNC, directories
+    synced"``, or ``"not declared"`` when the implementation said nothing (issue 15 item 4: a
+    matrix cell or a report line must never be blank where "durable" was left undefined)."""
+    if not isinstance(durability, dict) or not isinstance(durability.get("sync"), str):
+        return "not declared"
+    dirs = durability.get("directorySync")
+    tail = {True: ", directories synced", False: ", directories not synced"}.get(dirs, "")
+    return f"{durability['sync']}{tail}"
+
+
+def durability_line(report: RunReport) -> str:
+    """How the implementation declared it makes files durable, with its details if any."""
+    durability = report.implementation.get("durability")
+    text = durability_text(durability)
+    details = durability.get("details") if isinstance(durability, dict) else None
+    return f"{text} ({details})" if isinstance(details, str) and details else text
+
+
 def platform_line(report: RunReport) -> str:
     p = report.platform
     label = platform_label(p.get("system"))

@@ -37,6 +37,21 @@ function claimsFrom(argv, offered) {
   return offered.filter((name) => wanted.includes(name));
 }
 
+/**
+ * How this adapter's files are made durable (protocol §3 `durability`; clause STORE-DURABILITY-001,
+ * issue 15 item 4). Upstream's runtime store is SQLite in WAL mode with `synchronous = FULL`
+ * (packages/storage/src/sqlite-runtime-schema.ts:331 at f19eede03) and sets no `fullfsync`, so on
+ * macOS a commit reaches only the drive's cache; the adapter's script sidecars are fsynced and
+ * renamed without a directory fsync (lib/runtime.mjs, writeScriptSidecar), hence
+ * `directorySync: false` (SQLite syncs the directory of the journals it creates itself).
+ */
+const DURABILITY = {
+  sync: "fsync",
+  directorySync: false,
+  details: "upstream SQLite in WAL mode with synchronous=FULL; script sidecars fsynced, renamed without a directory fsync"
+    + (process.platform === "darwin" ? "; on macOS fsync does not reach the disk (no PRAGMA fullfsync upstream)" : ""),
+};
+
 const out = (message) => process.stdout.write(writeJson(message) + "\n");
 
 async function main() {
@@ -97,7 +112,7 @@ async function main() {
     if (version !== PROTOCOL_VERSION) {
       throw new OpError("protocol_version_unsupported", `this adapter speaks protocol ${PROTOCOL_VERSION}, not ${version}`);
     }
-    const result = { protocol: PROTOCOL_VERSION, implementation, capabilities: claims };
+    const result = { protocol: PROTOCOL_VERSION, implementation, capabilities: claims, durability: DURABILITY };
     if (runtime && claims.includes("faults")) result.failpoints = runtime.failpointIds();
     return result;
   }

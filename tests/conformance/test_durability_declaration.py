@@ -44,3 +44,55 @@ def test_the_reference_declares_it_and_the_report_records_it(tmp_path: Path) -> 
     durability = implementation["durability"]
     assert durability["sync"] == "fsync" and durability["directorySync"] is True
     assert "synchronous=FULL" in durability["details"]
+
+
+#: The reference with another (or no) durability declaration: ``DURABILITY`` is what ``hello`` sends.
+_DECLARING = '''
+import sys
+from maka_ref.adapter import _dispatch
+from maka_ref.adapter._server import main
+value = {value}
+_hello = _dispatch.Dispatcher.hello
+def hello(self, params):
+    result = _hello(self, params)
+    result.pop("durability")
+    if value is not None:
+        result["durability"] = value
+    return result
+_dispatch.Dispatcher.hello = hello
+main(sys.argv[1:])
+'''
+
+
+def _clause(tmp_path: Path, value: Any) -> dict[str, Any]:
+    import shlex
+    import sys
+
+    from conformance.certify import certify
+
+    adapter = tmp_path / "adapter.py"
+    adapter.write_text(_DECLARING.format(value=repr(value)))
+    certify(f"{shlex.quote(sys.executable)} {shlex.quote(str(adapter))}", report_dir=tmp_path / "report", workers=0,
+            keyword="STORE-DURABILITY-001")
+    [found] = [c for c in json.loads((tmp_path / "report" / "report.json").read_text())["clauses"]
+               if c["clause_id"] == "STORE-DURABILITY-001"]
+    return found
+
+
+def test_the_clause_passes_the_reference(tmp_path: Path) -> None:
+    found = _clause(tmp_path, {"sync": "fsync", "directorySync": True})
+    assert found["outcome"] == "passed" and found["capability"] == "store" and found["level"] == "durable", found
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "- Durability (declared): fsync, directories synced" in markdown
+    assert "Durability (declared)" in (tmp_path / "report" / "report.html").read_text()
+
+
+@pytest.mark.parametrize("value, words", [
+    ({}, "declares no durability"),  # the sentinel below: no field at all
+    ({"sync": "none", "directorySync": False}, "is 'none'"),
+])
+def test_an_undeclared_or_null_sync_fails_the_clause_with_the_fix(tmp_path: Path, value: Any, words: str) -> None:
+    found = _clause(tmp_path, value or None)
+    assert found["outcome"] == "failed" and words in found["message"], found
+    if value is None or not value:
+        assert "- Durability (declared): not declared" in (tmp_path / "report" / "report.md").read_text()

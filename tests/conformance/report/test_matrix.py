@@ -104,3 +104,24 @@ def test_json_and_renderings() -> None:
     assert faults.split() == ["faults", "supported", "FAILED", "not", "run"]
     assert text.isascii()
     assert rows[2].index("supported") == rows[0].index("Linux")  # columns line up
+
+
+def test_the_declared_durability_is_a_row_per_platform() -> None:
+    """Issue 15 item 4: what "durable" meant on each platform, as each implementation declared it."""
+    linux = report("Linux", ["store"], {"store": ["passed"]})
+    linux.implementation["durability"] = {"sync": "fsync", "directorySync": True, "details": "WAL"}
+    mac = report("Darwin", ["store"], {"store": ["passed"]})
+    mac.implementation["durability"] = {"sync": "F_FULLFSYNC", "directorySync": True}
+    silent = report("FreeBSD", ["store"], {"store": ["failed"]})  # declared nothing
+    m = merge_matrix([linux, mac, silent])
+    assert m.durability == {"Linux": "fsync, directories synced", "macOS": "F_FULLFSYNC, directories synced",
+                            "Windows": "not run", "FreeBSD": "not declared"}
+    markdown = render_matrix_markdown(m)
+    assert ("| durability (declared) | fsync, directories synced | F_FULLFSYNC, directories synced | not run "
+            "| not declared |") in markdown
+    text = render_matrix_text(m)
+    assert [line.split("  ")[0] for line in text.splitlines() if line.startswith("durability")] == ["durability (declared)"]
+    assert "F_FULLFSYNC, directories synced" in text and "not declared" in text
+    assert json.loads(m.to_json())["durability"]["FreeBSD"] == "not declared"
+    from conformance._report._matrix import render_matrix_html
+    assert "<td>durability (declared)</td><td>fsync, directories synced</td>" in render_matrix_html(m)
