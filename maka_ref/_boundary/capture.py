@@ -27,7 +27,7 @@ from typing import Any
 from maka_ref._boundary.lineage import READ_ONLY_TOOLS, boundary_facts, breaks_coverage
 from maka_ref._checkpoint import CheckpointError, GitCheckpointCarrier
 from maka_ref._events.boundary import BOUNDARY_CAPTURED_KIND
-from maka_ref._store.engine.failpoints import failpoint
+from maka_ref._store.engine.failpoints import block_forever, failpoint
 from maka_ref._store.errors import StoreError
 from maka_ref._store.runtime_store import RuntimeStore
 from maka_ref._store.workspace.boundary import (
@@ -36,7 +36,15 @@ from maka_ref._store.workspace.boundary import (
     current_epoch,
 )
 
-__all__ = ["CaptureFailure", "CapturingProvider", "capture_and_commit", "carrier_failpoints", "ref_resolver"]
+__all__ = [
+    "CHECKPOINT_FAILPOINT_ENV",
+    "CaptureFailure",
+    "CapturingProvider",
+    "capture_and_commit",
+    "carrier_failpoints",
+    "checkpoint_failpoint",
+    "ref_resolver",
+]
 
 #: spec-phase4 §8: runtime failpoint after the fact, before the provider call.
 AFTER_BOUNDARY_COMMITTED = "after_workspace_boundary_committed"
@@ -55,9 +63,23 @@ class CaptureFailure:
         return {"code": self.code, "message": self.message, "runId": self.run_id, "highWater": self.high_water}
 
 
-def carrier_failpoints(name: str) -> None:
-    """``on_step`` of the carrier: each §8 step name is a store failpoint (armable by name)."""
+#: Arms one spec-phase4 §8 point by name (read at each step): the process writes
+#: ``MAKA_FAILPOINT <name>`` to stderr and blocks until killed, like ``MAKA_REF_FAILPOINT``.
+#: A separate variable so that the store's closed failpoint registry stays spec 30's.
+CHECKPOINT_FAILPOINT_ENV = "MAKA_REF_CHECKPOINT_FAILPOINT"
+
+
+def checkpoint_failpoint(name: str) -> None:
+    """A §8 point: blocks here when ``MAKA_REF_CHECKPOINT_FAILPOINT`` names it."""
+    if os.environ.get(CHECKPOINT_FAILPOINT_ENV) == name:
+        os.write(2, f"MAKA_FAILPOINT {name}\n".encode())
+        block_forever()
     failpoint(name)
+
+
+def carrier_failpoints(name: str) -> None:
+    """``on_step`` of the carrier: each §8 carrier step is a checkpoint failpoint."""
+    checkpoint_failpoint(name)
 
 
 def ref_resolver(carrier: GitCheckpointCarrier, workspace: str, identity: str, commit_oid: str) -> Callable[[str], bool]:
@@ -113,7 +135,7 @@ def capture_and_commit(
     }
     result = commit_workspace_boundary(
         store, event, ref_resolver(carrier, workspace, identity, captured.commit_oid))
-    failpoint(AFTER_BOUNDARY_COMMITTED)
+    checkpoint_failpoint(AFTER_BOUNDARY_COMMITTED)
     return result
 
 

@@ -23,6 +23,7 @@ from maka_ref._boundary.capture import (
 )
 from maka_ref._boundary.gate import check_workspace_boundary
 from maka_ref._checkpoint import (
+    DEFAULT_GRACE_SECONDS,
     DEFAULT_POLICY_HASH,
     CheckpointError,
     GitCheckpointCarrier,
@@ -38,6 +39,7 @@ from maka_ref._store.workspace.identity import (
 
 __all__ = [
     "CommandError",
+    "checkpoint_collect",
     "checkpoint_list",
     "checkpoint_restore",
     "checkpoint_verify",
@@ -194,3 +196,41 @@ def resume_with_intent(root: str, session_id: str | None = None, *, intent: str 
             "workspace_rebaseline_identity_mismatch", "rebaseline binds the current directory only; "
             "another directory needs an isolated restore"))
     return outcome, rebaseline.fact
+
+
+def checkpoint_collect(workspace: str, grace_seconds: float = DEFAULT_GRACE_SECONDS, *,
+                       now_ms: int | None = None, carrier: GitCheckpointCarrier | None = None) -> dict[str, Any]:
+    """§3.8, §4.1, §9: delete this identity's orphan refs older than the grace period.
+
+    ``liveRefs`` are the refs every committed boundary fact names (retention keeps them all), read
+    under the store's write lock, which is held while the carrier collects: a boundary fact
+    commits under the same lock after checking that its ref still resolves (§4.2), so a fact can
+    never commit naming a ref this collection deletes, nor can a live ref be missed."""
+    carrier = carrier or default_carrier()
+    root = workspace_path(workspace)
+    try:
+        identity = read_workspace_identity(root, require=True)
+    except MakaRefError as error:
+        raise CommandError(error.code, error.message) from None
+    assert identity is not None
+    store = RuntimeStore.open(root) if os.path.isfile(os.path.join(root, "runtime.sqlite")) else None
+    try:
+        def collect(live: list[str]) -> Any:
+            return carrier.collect(root, identity.identity, live, grace_seconds=grace_seconds, now_ms=now_ms)
+
+        try:
+            if store is None:
+                result = collect([])
+            else:
+                with store.write() as conn:
+                    rows = conn.execute(
+                        "SELECT DISTINCT json_extract(payload_json, "
+                        "'$.actions.workspaceBoundary.payload.boundary.checkpointRef') FROM runtime_events "
+                        "WHERE json_extract(payload_json, '$.actions.workspaceBoundary') IS NOT NULL").fetchall()
+                    result = collect(sorted(str(row[0]) for row in rows))
+        except CheckpointError as error:
+            raise _carrier_error(error) from None
+    finally:
+        if store is not None:
+            store.close()
+    return {"collected": list(result.collected), "kept": list(result.kept)}

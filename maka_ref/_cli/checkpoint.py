@@ -1,4 +1,4 @@
-"""``maka-ref checkpoint list|verify|restore|rebaseline`` and the Phase 4 options of ``run`` and
+"""``maka-ref checkpoint list|verify|restore|collect|rebaseline`` and the Phase 4 options of ``run`` and
 ``resume`` (docs/spec-phase4.md §3.5, §3.6, §3.8, §5.1, §6.2, §7.1): parsing and printing only,
 over :mod:`maka_ref._boundary.commands`.
 
@@ -57,6 +57,9 @@ def add_checkpoint_parser(sub: Any, workspace_type: Callable[[str], str]) -> Non
     q.add_argument("ref", metavar="REF")
     q.add_argument("destination", metavar="DEST", help="absolute path that must not exist, outside the workspace")
     q.add_argument("--policy-hash", default=None, metavar="HASH")
+    q = cs.add_parser("collect", help="delete orphan checkpoint refs (named by no fact) older than the grace period")
+    q.add_argument("--workspace", required=True, type=workspace_type, metavar="DIR")
+    q.add_argument("--grace-seconds", type=float, default=None, metavar="S", help="default 600")
     q = cs.add_parser("rebaseline", help="continue a parked session from the current files (spec-phase4 §7.1)")
     q.add_argument("--workspace", required=True, type=workspace_type, metavar="DIR")
     q.add_argument("--session", default=None, metavar="ID")
@@ -82,6 +85,12 @@ def run_checkpoint(args: argparse.Namespace, out: TextIO, emit: Callable[[Any, T
         if command == "restore":
             emit(commands.checkpoint_restore(args.workspace, args.ref, args.destination,
                                              args.policy_hash or DEFAULT_POLICY_HASH), out)
+            return EXIT_OK
+        if command == "collect":
+            grace = args.grace_seconds
+            if grace is not None and not grace >= 0:
+                raise CheckpointInputError("usage", "--grace-seconds must be a number >= 0")
+            emit(commands.checkpoint_collect(args.workspace, *(() if grace is None else (grace,))), out)
             return EXIT_OK
         return run_resume(args.workspace, args.session, "rebaseline", out, emit)
     except MakaRefError as error:

@@ -83,7 +83,7 @@ def test_verify_ok_and_refusals_have_stable_codes(crashed: Path) -> None:
 
 
 def test_restore_goes_to_a_new_directory_only(crashed: Path, tmp_path: Path) -> None:
-    ref = sorted(maka_refs(crashed))[-1]
+    ref = max(maka_refs(crashed))
     state = user_state(crashed)
     code, doc, _ = cli("checkpoint", "restore", "--workspace", str(crashed), ref, str(crashed / "inside"))
     assert code == 2 and doc["error"]["code"] == "restore_target_inside_workspace"
