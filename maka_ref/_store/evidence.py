@@ -23,15 +23,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Final
 
+from maka_ref._codec import stable_json
 from maka_ref._reconcile import (
     FileEvidence,
     Invalid,
     check_binding,
     decode_evidence,
     decode_evidence_text,
-    encode_evidence,
-    evidence_digest,
 )
+from maka_ref._reconcile.evidence import EVIDENCE_DIGEST_DOMAIN, domain_digest
 from maka_ref._store.engine.connection import write_transaction
 from maka_ref._store.errors import StoreError
 
@@ -144,7 +144,10 @@ def prepare_evidence(evidence: Any, call_event: Any, dispatch_event: Any) -> Pre
     problem = check_binding(decoded, call_event, dispatch_event)
     if problem is not None:
         raise _refused(problem)
-    return PreparedEvidence(decoded, encode_evidence(decoded), evidence_digest(decoded))
+    # The record decoded once: its canonical text and digest are those of spec-phase3 §2.1
+    # (what ``encode_evidence``/``evidence_digest`` give, without decoding it twice more).
+    text = stable_json(decoded.to_json())
+    return PreparedEvidence(decoded, text, domain_digest(EVIDENCE_DIGEST_DOMAIN, text))
 
 
 def stored_evidence_text(conn: sqlite3.Connection, operation_id: str) -> str | None:
