@@ -22,6 +22,10 @@ In one run, so every figure sees the same machine and load:
 * **full sweep**: every point, every mode, every fault, one trial each (``crashlab sweep``
   with no filter) on ``--workers`` (default 2) workers with prefork; ``--plain-sweep`` also
   runs it with plain spawns. ``--no-sweep`` skips it.
+* **where a trial's time goes** (issue 18 item 3): every trial of the rounds above, split by
+  its own recorded timeline (``crashlab._lab.timeline.phase_breakdown``) into spawn, prefix
+  write, kill, reopen, project, repair + resume, oracle, harness, close + reap; median ms per
+  trial per round kind. The sweep's HTML report shows the same split per trial.
 
 * **power loss** (issue 15; ``--powerloss-rounds``, 0 skips it; ``--powerloss-only`` runs only
   this): a ``powerloss`` trial against a ``kill`` trial at the same point, alternating, at
@@ -54,6 +58,7 @@ from typing import Any, Callable
 from crashlab import ProtocolClient, TrialSpec, default_specs, reference_command, run_sweep, run_trial
 from crashlab._client import _client as client_module
 from crashlab._client._zygote import client as _zygote
+from crashlab._lab.timeline import PHASES, phase_breakdown
 
 POINTS = [f"P{i}" for i in range(12)]
 
@@ -115,8 +120,14 @@ def prefork_spawn(reps: int) -> dict[str, float]:
     return {"preforkMs": statistics.median(times) * 1000, "plainMs": statistics.median(plain) * 1000}
 
 
-def twelve(prefork: bool, tmpdir: str | None = None) -> tuple[float, float, list[str]]:
-    """One round: the 12 trials; (wall s, CPU s, outcomes that did not pass)."""
+#: Per round label, the phase breakdown (ms per phase, from each trial's own timeline, issue 18
+#: item 3) of every trial run by :func:`twelve`.
+TRIAL_PHASES: dict[str, list[dict[str, float]]] = collections.defaultdict(list)
+
+
+def twelve(prefork: bool, tmpdir: str | None = None, label: str = "") -> tuple[float, float, list[str]]:
+    """One round: the 12 trials; (wall s, CPU s, outcomes that did not pass). Each trial's
+    phase breakdown is kept in :data:`TRIAL_PHASES` under ``label``."""
     import tempfile
 
     saved = tempfile.tempdir
@@ -126,6 +137,8 @@ def twelve(prefork: bool, tmpdir: str | None = None) -> tuple[float, float, list
         bad = []
         for point in POINTS:
             result = run_trial(TrialSpec(point, "prefix", "kill"), prefork=prefork)
+            if label:
+                TRIAL_PHASES[label].append(phase_breakdown((result.evidence or {}).get("timeline") or []))
             if result.outcome != "passed":
                 bad.append(f"{point}: {result.outcome} {result.message[:200]}")
         return time.perf_counter() - wall0, _cpu() - cpu0, bad
@@ -369,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
     for n in range(args.rounds):
         for label in (labels if n % 2 == 0 else labels[::-1]):
-            wall, cpu, bad = twelve(label.startswith("prefork"), shm if label.endswith("tmpfs") else None)
+            wall, cpu, bad = twelve(label.startswith("prefork"), shm if label.endswith("tmpfs") else None, label)
             failures += bad
             rounds[label].append((wall, cpu))
             print(f"round {n + 1} {label:<13}: 12 trials {wall:.2f} s wall, {cpu:.2f} s CPU", flush=True)
@@ -382,6 +395,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:<13} median: 12 trials in {wall:.2f} s ({12 / wall:.1f} cycles/s on one worker), "
               f"{cpu:.2f} CPU-s ({12 / cpu:.1f} cycles/s per core)", flush=True)
     out["twelveFailures"] = failures
+    out["trialPhases"] = {}
+    print("where a trial's time goes (from each trial's timeline; median ms per trial over every round):")
+    print(f"  {'phase':<16}" + "".join(f"{label:>15}" for label in TRIAL_PHASES))
+    for phase in PHASES:
+        cells = {label: statistics.median(row[phase] for row in rows) for label, rows in TRIAL_PHASES.items()}
+        out["trialPhases"][phase] = cells
+        print(f"  {phase:<16}" + "".join(f"{ms:>12.1f} ms" for ms in cells.values()))
     if shm is not None:
         import shutil
 

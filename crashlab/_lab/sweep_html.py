@@ -102,6 +102,12 @@ def _failure(result: Any, report_dir: Path | None) -> str:
     return "".join(parts)
 
 
+def _phases(result: Any) -> str:
+    """Where a trial's time went, from its recorded timeline (issue 18 item 3)."""
+    steps = (result.evidence or {}).get("timeline") or []
+    return timeline.render_phases(timeline.phase_breakdown(steps)) if steps else ""
+
+
 def render_html(report: Any, report_dir: str | os.PathLike[str] | None = None) -> str:
     """The page of a :class:`~crashlab._lab.sweep.SweepReport`; ``report_dir`` is where the
     page is written (bundle links are made relative to it)."""
@@ -128,10 +134,10 @@ def render_html(report: Any, report_dir: str | os.PathLike[str] | None = None) -
     ]
     rows = "".join(f"<tr><td><code>{_e(r.spec.trial_id)}</code></td><td>{_e(r.spec.point)}</td><td>{_e(r.spec.mode)}</td>"
                    f"<td>{_e(r.spec.fault)}</td><td>{r.spec.seed}</td><td>{_badge(r.outcome)}</td>"
-                   f"<td>{r.duration_s:.1f} s</td></tr>" for r in report.results)
+                   f"<td>{r.duration_s:.1f} s</td><td>{_e(_phases(r))}</td></tr>" for r in report.results)
     body.append(f'<section id="trials"><h2>All trials ({len(report.results)})</h2><details><summary>Show all</summary>'
                 "<table><thead><tr><th>trial</th><th>point</th><th>mode</th><th>fault</th><th>seed</th><th>outcome</th>"
-                f"<th>time</th></tr></thead><tbody>{rows}</tbody></table></details></section>")
+                f"<th>time</th><th>where the time went</th></tr></thead><tbody>{rows}</tbody></table></details></section>")
     title = f"crashlab sweep — {verdict}"
     return ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'

@@ -32,7 +32,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
 from typing import Any, Self
 
-__all__ = ["SAW_CHARS", "Timeline", "TracedClient", "render_html", "render_text", "summarize_reply"]
+__all__ = [
+    "PHASES",
+    "SAW_CHARS",
+    "Timeline",
+    "TracedClient",
+    "phase_breakdown",
+    "render_phases",
+    "render_html",
+    "render_text",
+    "summarize_reply",
+]
 
 #: What a step keeps of a reply or a check's detail (the checks keep the whole detail).
 SAW_CHARS = 400
@@ -196,6 +206,68 @@ class TracedClient:
 
     def __exit__(self, *exc: object) -> None:
         self._traced_client.__exit__(*exc)
+
+
+# --------------------------------------------------------------------------- where the time goes
+
+#: The phases of :func:`phase_breakdown`, in the order a trial meets them.
+PHASES = ("spawn", "prefix write", "kill", "reopen", "project", "repair + resume", "oracle", "harness", "close + reap")
+
+
+def _phase(step: Mapping[str, Any], killed: bool) -> str:
+    name = str(step.get("step", ""))
+    if name == "start + hello":
+        return "spawn"
+    if name == "SIGKILL":
+        return "kill"
+    if name.startswith("store.open"):
+        return "reopen" if killed else "prefix write"
+    if name == "store.project":
+        return "project"
+    if name.startswith("runtime.repair") or name.startswith("runtime.resume"):
+        return "repair + resume"
+    if name.startswith("store.close") or name.startswith("close"):
+        return "close + reap"
+    return "harness" if killed else "prefix write"
+
+
+def phase_breakdown(steps: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Milliseconds of one trial per phase of :data:`PHASES` (issue 18 item 3), from its
+    recorded timeline alone (no clock read: works on any stored ``evidence["timeline"]``).
+
+    A timed step (``ms``: a request, a spawn, the kill) counts in its own phase: ``spawn``
+    (every ``start + hello``), ``prefix write`` (requests before the kill: open, create,
+    append…), ``kill``, ``reopen`` (``store.open`` after the kill), ``project``, ``repair +
+    resume``, ``close + reap``. The time *between* steps is the harness's: before an oracle
+    verdict it is that ``oracle``'s check (the harness computes it after the last request it
+    needs), before a request it is ``harness`` (building the request, waiting for a worker),
+    before the kill it is ``prefix write`` (the driver's own work), and before the final
+    ``verdict`` it is ``close + reap`` (the survivors check). The phases sum to the trial's
+    time up to its verdict."""
+    out = dict.fromkeys(PHASES, 0.0)
+    end = 0.0
+    killed = False
+    for step in steps:
+        start = float(step.get("t", 0.0))
+        took = float(step.get("ms") or 0.0) / 1000.0
+        gap = max(0.0, start - end)
+        actor = step.get("actor")
+        if actor == "oracle":
+            out["oracle"] += gap * 1000.0
+        elif step.get("step") == "verdict":
+            out["close + reap"] += gap * 1000.0
+        else:
+            out[_phase(step, killed) if not killed else "harness"] += gap * 1000.0
+            out[_phase(step, killed)] += took * 1000.0
+        if step.get("step") == "SIGKILL":
+            killed = True
+        end = max(end, start + took)
+    return {phase: round(ms, 1) for phase, ms in out.items()}
+
+
+def render_phases(phases: Mapping[str, float]) -> str:
+    """``spawn 136 ms · prefix write 150 ms · …`` (phases under 1 ms left out)."""
+    return " · ".join(f"{name} {ms:.0f} ms" for name, ms in phases.items() if ms >= 1.0) or "no timed step"
 
 
 # --------------------------------------------------------------------------- rendering

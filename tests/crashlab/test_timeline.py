@@ -121,3 +121,31 @@ def test_text_and_html_renderings() -> None:
     assert "<b>" not in html and "&lt;b&gt;started twice&lt;/b&gt;" in html
     assert html.count('<tr class="tl-bad">') == 2 and '<tr class="tl-process">' in html
     assert render_text([]) == "(no timeline recorded)\n"
+
+
+def test_phase_breakdown_puts_every_millisecond_in_one_phase() -> None:
+    """Issue 18 item 3: a hand-made trial whose phases are known by construction."""
+    from crashlab._lab.timeline import PHASES, phase_breakdown, render_phases
+
+    steps = [
+        {"t": 0.010, "ms": 100.0, "actor": "process", "step": "start + hello"},  # 10 ms gap + 100 ms spawn
+        {"t": 0.120, "ms": 20.0, "actor": "process", "step": "store.open"},  # 10 ms gap, 20 ms: prefix write
+        {"t": 0.140, "ms": 30.0, "actor": "process", "step": "store.append"},  # prefix write
+        {"t": 0.170, "ms": 5.0, "actor": "process", "step": "SIGKILL"},  # kill
+        {"t": 0.180, "ms": 50.0, "actor": "process", "step": "start + hello"},  # 5 ms harness gap, 50 ms spawn
+        {"t": 0.230, "ms": 10.0, "actor": "process", "step": "store.open (read-only)"},  # reopen
+        {"t": 0.240, "ms": 40.0, "actor": "process", "step": "store.project"},  # project
+        {"t": 0.300, "actor": "oracle", "step": "projection_stable", "ok": True},  # 20 ms oracle
+        {"t": 0.300, "ms": 60.0, "actor": "process", "step": "runtime.repair"},  # repair
+        {"t": 0.360, "ms": 4.0, "actor": "process", "step": "store.close"},  # close
+        {"t": 0.400, "actor": "harness", "step": "verdict"},  # 36 ms reaping
+    ]
+    phases = phase_breakdown(steps)
+    assert list(phases) == list(PHASES)
+    assert phases == {
+        "spawn": 160.0, "prefix write": 60.0, "kill": 5.0, "reopen": 10.0, "project": 40.0,
+        "repair + resume": 60.0, "oracle": 20.0, "harness": 5.0, "close + reap": 40.0,
+    }
+    assert sum(phases.values()) == pytest.approx(400.0)
+    assert render_phases(phases).startswith("spawn 160 ms · prefix write 60 ms · kill 5 ms")
+    assert phase_breakdown([]) == dict.fromkeys(PHASES, 0.0)
