@@ -81,9 +81,9 @@ def test_b0_and_b1_are_committed_and_the_users_state_is_untouched(tmp_path: Path
     after = user_state(ws)
     # The tool's own write and the runtime's files are the only worktree changes; the index
     # (bytes, inode, mtime), refs outside refs/maka/, HEAD, stash, config and locks are identical.
-    for key in before:
+    for key, value in before.items():
         if key != "worktree":
-            assert after[key] == before[key], key
+            assert after[key] == value, key
 
 
 def test_untouched_workspace_resumes(tmp_path: Path) -> None:
