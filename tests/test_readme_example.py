@@ -89,6 +89,39 @@ def test_crash_inside_the_edit_parks_and_never_reruns_it(tmp_path: Path) -> None
     assert json.loads((ws / "config.json").read_text(encoding="utf-8")) == {"port": 8080}
     inspected = json.loads(_maka_ref("inspect", "--workspace", str(ws)).stdout)
     decisions = {d["toolCallId"]: (d["status"], d["reason"]) for d in inspected["runs"][0]["resolution"]["decisions"]}
-    assert decisions["call-2"] == ("indeterminate", "dispatch_without_response")
+    assert decisions["call-2"] == ("parked", "reconcile_matches_prior_state")  # repair reconciled it first
     starts = [json.loads(line)["tool"] for line in (ws / ".maka-effects.jsonl").read_text().splitlines()]
-    assert starts == ["Read", "Edit"], "the indeterminate Edit was not re-run"
+    assert starts == ["Read", "Edit"], "the parked Edit was not re-run"
+
+
+def _readme_commands(failpoint: str) -> list[str]:
+    """The shell lines of the README block that arms ``failpoint``."""
+    text = README.read_text(encoding="utf-8")
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        if f"MAKA_REF_FAILPOINT='{failpoint}'" in block:
+            return [line.split("#")[0].strip() if not line.startswith("MAKA_REF_FAILPOINT") else line.strip()
+                    for line in block.strip().splitlines()]
+    raise AssertionError(f"README has no block arming {failpoint}")
+
+
+def test_crash_after_the_edit_is_reconciled_and_resumed_once(tmp_path: Path) -> None:
+    """The happy ending (issue 16 item 5): the README's own commands, in order."""
+    commands = _readme_commands("P4#2")
+    assert [c.split()[1] if c.startswith("maka-ref") else c.split()[0] for c in commands[2:]] == [
+        "reconcile", "repair", "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1", "cat"]
+    ws, script = _workspace(tmp_path)
+    _run_until_failpoint(ws, script, "P4#2")
+    reconciled = _maka_ref("reconcile", "--workspace", str(ws))
+    assert reconciled.returncode == 0, reconciled.stdout + reconciled.stderr
+    [operation] = json.loads(reconciled.stdout)["operations"]
+    assert (operation["outcome"], operation["observation"]) == ("completed", "matches_expected_state")
+    assert _maka_ref("repair", "--workspace", str(ws)).returncode == 0
+    resumed = _maka_ref("resume", "--workspace", str(ws), env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"})
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert json.loads((ws / "config.json").read_text(encoding="utf-8")) == {"port": 9090}
+    inspected = json.loads(_maka_ref("inspect", "--workspace", str(ws)).stdout)
+    decisions = {d["toolCallId"]: (d["status"], d["reason"]) for run in inspected["runs"]
+                 for d in (run.get("resolution") or {}).get("decisions", [])}
+    assert decisions["call-2"] == ("completed", "recovery_bundle_completed")
+    starts = [json.loads(line)["tool"] for line in (ws / ".maka-effects.jsonl").read_text().splitlines()]
+    assert starts == ["Read", "Edit"], "the Edit started exactly once across the crash"
