@@ -40,7 +40,9 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
-from maka_ref._codec.frozen import FrozenList
+import msgspec
+
+from maka_ref._codec.frozen import FrozenDict, FrozenList
 from maka_ref._codec.numbers import format_number
 from maka_ref._errors import InvalidJSONTextError, NotStrictJSONError
 
@@ -410,9 +412,59 @@ def _splittable(value: Any, depth: int) -> bool:
     return isinstance(value, dict) and all(type(key) is str for key in value)
 
 
+#: Answer pieces at most this deep are written by msgspec when :func:`_msgspec_safe`.
+FAST_ANSWERS = True
+_ENCODE = msgspec.json.Encoder().encode
+
+
+def _msgspec_safe(value: Any, depth: int) -> bool:
+    """True when ``msgspec``'s compact writer gives exactly ``compact_json(value,
+    negative_zero="zero")``: only ``str``, ``bool``, ``None``, ints within ±2^53 (their text
+    is the same), ``dict``s with ``str`` keys and ``list``/``FrozenList`` — no ``float`` (its
+    shortest text is spelled differently from JavaScript's: ``1e16`` vs
+    ``10000000000000000``, ``-0.0`` vs ``0``), no subclass of ``str``/``int``, no tuple — within
+    the depth limit. String escaping is the same in both (tests/maka_ref/codec/
+    test_answer_fast.py); a lone or split surrogate makes msgspec refuse, and the caller then
+    takes the exact writer."""
+    stack = [(value, depth)]
+    while stack:
+        node, level = stack.pop()
+        t = type(node)
+        if t is str or node is None or t is bool:
+            continue
+        if t is int:
+            if -_MAX_SAFE_INT <= node <= _MAX_SAFE_INT:
+                continue
+            return False
+        if level >= MAX_DEPTH:
+            return False
+        if t is list or t is FrozenList:
+            stack.extend((child, level + 1) for child in node if type(child) is not str)
+        elif t is dict or t is FrozenDict:  # not other subclasses: they may override items()
+            for key, child in node.items():
+                if type(key) is not str:
+                    return False
+                if type(child) is not str:
+                    stack.append((child, level + 1))
+        else:
+            return False
+    return True
+
+
+def _answer_piece(value: Any, depth: int) -> str:
+    """One leaf piece of :func:`iter_answer_json`: msgspec (C) when proven identical, else the
+    exact writer (issue 18: writing the answer was most of ``maka-ref plan``'s time)."""
+    if FAST_ANSWERS and _msgspec_safe(value, depth):
+        try:
+            return _ENCODE(value).decode("utf-8")
+        except (TypeError, ValueError, UnicodeEncodeError, msgspec.EncodeError):
+            pass  # e.g. a surrogate msgspec cannot write: the exact writer joins or escapes it
+    return write_with_infinities(lambda v: _serialize(v, False, "zero", depth), value)
+
+
 def _pieces(value: Any, depth: int, split_depth: int) -> Iterator[str]:
     if depth >= split_depth or not _splittable(value, depth):
-        yield write_with_infinities(lambda v: _serialize(v, False, "zero", depth), value)
+        yield _answer_piece(value, depth)
         return
     if isinstance(value, dict):
         sep = "{"
