@@ -16,7 +16,9 @@ in one run, interleaved, so both sides see the same disk and load:
 Per-call cost of each side = ``(turn − empty) / calls``; the figure is the ratio
 ``with / without`` of the medians over ``--rounds`` rounds (sides alternate, order flipped
 every round), in wall time (what a call costs, fsyncs included: noisy on a shared disk) and in
-process CPU time (what the evidence itself adds: reading, hashing, encoding, one more row). Results: docs/performance.md ("Phase 3 evidence (issue 16)").
+process CPU time (what the evidence itself adds: reading, hashing, encoding, one more row), and
+``addedCpuOverCallWall`` = (CPU with − CPU without) / wall without: the evidence's own work as a
+share of what a Write call costs, the figure that stays stable when fsync latency swings. Results: docs/performance.md ("Phase 3 evidence (issue 16)").
 """
 
 from __future__ import annotations
@@ -93,6 +95,10 @@ def measure(rounds: int, calls: int, size: int, directory: str | None) -> dict[s
             "ratio": round(per_with / per_without, 3),
             "emptyTurnMs": round(e * 1000, 2),
         }
+    # The noise-robust figure: the CPU the evidence adds, over what the call costs in wall time
+    # (fsync latency on a loaded shared disk swings the wall ratio by ±30 % between runs).
+    added = out["cpu"]["perCallWithEvidenceMs"] - out["cpu"]["perCallWithoutMs"]
+    out["addedCpuOverCallWall"] = round(added / out["wall"]["perCallWithoutMs"], 4)
     return {
         **out,
         "loadavg": [round(x, 2) for x in os.getloadavg()],

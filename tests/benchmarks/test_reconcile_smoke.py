@@ -20,6 +20,7 @@ def test_reconcile_benchmark_runs_tiny(tmp_path: Path) -> None:
     assert set(result["wall"]) == set(result["cpu"]) == {
         "perCallWithEvidenceMs", "perCallWithoutMs", "ratio", "emptyTurnMs"}
     assert result["calls"] == 2 and list(tmp_path.iterdir()) == []
+    assert isinstance(result["addedCpuOverCallWall"], float)
 
 
 def test_the_sides_differ_only_in_evidence(tmp_path: Path) -> None:
