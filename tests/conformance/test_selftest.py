@@ -39,7 +39,7 @@ def test_every_ci_mutant_is_killed(selftest: tuple[int, str, dict, str]) -> None
     code, text, report, _ = selftest
     assert code == 0, text
     assert report["score"] == {"killed": len(CI_MUTANTS), "total": len(CI_MUTANTS), "ratio": 1.0, "survived": [],
-                               "errors": []}
+                               "errors": [], "notGradable": {}}
     assert report["baseline"] == {"failures": {}, "error": None}
     by_name = {m["name"]: m for m in report["mutants"]}
     assert list(by_name) == [n for n in (m["name"] for m in list_mutants()) if n in CI_MUTANTS]
