@@ -39,11 +39,13 @@ from maka_ref._store.workspace.identity import (
 
 __all__ = [
     "CommandError",
+    "WorkspaceCheckpointChanged",
     "checkpoint_collect",
     "checkpoint_list",
     "checkpoint_restore",
     "checkpoint_verify",
     "live_refs",
+    "make_revalidation",
     "make_workspace_gate",
     "resume_with_intent",
     "run_with_checkpoints",
@@ -152,11 +154,43 @@ def run_with_checkpoints(workspace: str, script: Any, *, seed: str | None = None
     return summary, report
 
 
+class WorkspaceCheckpointChanged(MakaRefError):
+    """§6.2: execution revalidation found the artifact or the files changed since the gate."""
+
+    code = "workspace_checkpoint_changed"
+
+
+def make_revalidation(gate: Any, carrier: GitCheckpointCarrier | None = None) -> Any:
+    """The ``start_transition`` that re-runs (g) and (h) inside the continuation-start's
+    transaction, immediately before the provider may be called (§6.2 last paragraph): a
+    difference raises ``workspace_checkpoint_changed`` and the start does not commit (the claim
+    then follows spec 20 §4.5, claim-only repair)."""
+    the_carrier = carrier or default_carrier()
+
+    def revalidate(_conn: Any, _start: Any) -> None:
+        boundary = getattr(gate, "boundary", None)
+        if boundary is None:  # not a checkpoint-mode session: nothing to revalidate
+            return
+        ref, policy = boundary["checkpointRef"], boundary["checkpointPolicyHash"]
+        try:
+            the_carrier.verify(gate.workspace, ref, policy)
+            drift = the_carrier.compare(gate.workspace, ref, policy)
+        except CheckpointError as error:
+            raise WorkspaceCheckpointChanged(f"the checkpoint changed since the resume checks: {error.code}") from None
+        if not drift.clean:
+            raise WorkspaceCheckpointChanged("the workspace changed since the resume checks")
+
+    return revalidate
+
+
 def make_workspace_gate(carrier: GitCheckpointCarrier | None = None) -> Any:
-    """The ``workspace_gate`` of ``resume_session``: §6.2, a park plan on the first failure."""
+    """The ``workspace_gate`` of ``resume_session``: §6.2, a park plan on the first failure.
+    The returned callable remembers the passing boundary (``.boundary``) and workspace
+    (``.workspace``) for :func:`make_revalidation`."""
     the_carrier = carrier or default_carrier()
 
     def gate(world: Any, session_id: str, source_run_id: str) -> Any:
+        gate.workspace = str(world.root)  # type: ignore[attr-defined]
         root = str(world.root)
         try:
             result = check_workspace_boundary(
@@ -165,9 +199,12 @@ def make_workspace_gate(carrier: GitCheckpointCarrier | None = None) -> Any:
         except StoreError as error:
             return park("workspace_boundary_corrupt", error.message)
         if result.reason is None:
+            gate.boundary = result.boundary  # type: ignore[attr-defined]
             return None
         return park(result.reason, result.message, {"check": result.check, **result.detail})
 
+    gate.boundary = None  # type: ignore[attr-defined]
+    gate.workspace = None  # type: ignore[attr-defined]
     return gate
 
 
@@ -181,7 +218,9 @@ def resume_with_intent(root: str, session_id: str | None = None, *, intent: str 
 
     the_carrier = carrier or default_carrier()
     if intent == "none":
-        return resume_session(root, session_id, workspace_gate=make_workspace_gate(the_carrier), **kwargs), None
+        gate = make_workspace_gate(the_carrier)
+        return resume_session(root, session_id, workspace_gate=gate,
+                              start_transition=make_revalidation(gate, the_carrier), **kwargs), None
     if intent != "rebaseline":
         raise CommandError("invalid_workspace_intent", f"unknown workspace intent {intent!r}")
     rebaseline = Rebaseline(workspace_path(root), the_carrier)

@@ -297,6 +297,7 @@ def execute_continuation(
         failpoint("P11")  # target run created, continuation-start not yet committed
         continuation_failpoint("after_run_created")  # the same boundary, spec 20 §4.9 name
         start = _start_event(c, max(tick(), claimed_at), script.protocol == T1_PROTOCOL)
+        refused: MakaRefError | None = None
         try:
             if start_transition is None:
                 started = store.commit_continuation_start(c.claim_id, start)
@@ -304,8 +305,14 @@ def execute_continuation(
                 with store.write() as conn:  # one transaction: the start, then the transition fact
                     started = store.commit_continuation_start(c.claim_id, start)
                     if started.created:
-                        start_transition(conn, start)
+                        try:
+                            start_transition(conn, start)
+                        except MakaRefError as exc:  # a coded refusal keeps its code (rolled back)
+                            refused = exc
+                            raise
         except Exception as exc:
+            if refused is not None:
+                raise
             raise ContinuationExecutionError(
                 f"continuation start not durably committed: {exc}", code="continuation_start_not_committed"
             ) from exc

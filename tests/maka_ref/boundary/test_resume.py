@@ -153,3 +153,27 @@ def test_sessions_without_checkpoints_are_not_gated(tmp_path: Path) -> None:
     write(ws / "README.md", "edited\n")
     outcome = resume(ws, tmp_path)
     assert not outcome.parked
+
+
+def test_execution_revalidation_refuses_a_change_after_the_checks(tmp_path: Path) -> None:
+    """§6.2 last paragraph: (g)/(h) re-run inside the continuation-start's transaction; a file
+    edited after the gate passed stops the continuation before any provider call."""
+    from maka_ref._boundary.commands import resume_with_intent
+    from maka_ref._errors import MakaRefError
+    from maka_ref._store.agent_runs.store import AgentRunStore
+
+    ws = repo(tmp_path)
+    summary, _ = crashed(ws)
+
+    def edit(_world: Any, _plan: Any) -> None:
+        write(ws / "README.md", "edited between the checks and the start\n")
+
+    with pytest.raises(MakaRefError) as caught:
+        resume_with_intent(str(ws), intent="none", flag=True, script=FULL, before_execute=edit,
+                           lifecycle_log=LifecycleLog(tmp_path / "life.jsonl"))
+    assert caught.value.code == "workspace_checkpoint_changed"
+    with AgentRunStore.open_read_only(ws) as runs:
+        targets = [r for r in runs.list_session_runs(summary.session_id) if r["runId"] != summary.run_id]
+    assert [t["status"] for t in targets] == ["created"]  # no start committed, provider never called
+    with RuntimeStore.open_read_only(ws) as store:
+        assert store.read_run_events(summary.session_id, targets[0]["runId"]) == []
