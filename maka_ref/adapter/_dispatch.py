@@ -11,8 +11,8 @@ import sys
 from typing import Any, Callable, Mapping
 
 from maka_ref import MakaRefError, __version__
-from maka_ref._store.engine.faults import fault_of
 from maka_ref._durable import sync_call
+from maka_ref._store.engine.faults import fault_of
 from maka_ref.adapter import _faults, _runtime_ops
 from maka_ref.adapter._errors import OpError, invalid_params
 from maka_ref.adapter._params import usable_path

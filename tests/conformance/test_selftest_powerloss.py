@@ -14,7 +14,6 @@ import pytest
 from conformance._cli.main import run
 from conformance._selftest import MutantOutcome, SelftestResult
 from crashlab._lab.powerloss.mount import ENV_OFF
-
 from tests.crashlab.powerloss.support import needs_fuse
 
 POWERLOSS_MUTANTS = ("crash-t1-synchronous-normal", "crash-private-directory-not-synced",

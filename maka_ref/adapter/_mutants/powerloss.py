@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import os
 import stat
-from typing import Callable
+from collections.abc import Callable
 
 from maka_ref.adapter._mutants._patch import replace
 from maka_ref.adapter._mutants._registry import mutant

@@ -21,7 +21,6 @@ import pytest
 from crashlab import TrialSpec, run_trial
 from crashlab._lab.cli import main
 from maka_ref.adapter._mutants import MUTANTS
-
 from tests.crashlab.powerloss.support import needs_fuse
 
 pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="POSIX SIGKILL semantics"), needs_fuse]
@@ -81,4 +80,4 @@ def test_a_power_loss_bundle_of_a_mutant_replays_the_failure(tmp_path: Path) -> 
     code = main(["replay", trial["bundle"]], out, err)
     text = out.getvalue() + err.getvalue()
     assert code == 1 and f"replaying {trial['trialId']}" in text, text
-    assert sorted(re.findall(r"^  FAILED (\w+):", text, re.M)) == failed, text
+    assert sorted(re.findall(r"^  FAILED (\w+):", text, re.MULTILINE)) == failed, text
