@@ -5,7 +5,8 @@ its docstring names; one failing power-loss bundle replays to the same failed ch
 unmutated reference passes the same power-loss trials (so the failure is the mutant's).
 
 Needs FUSE (skipped with the reason otherwise); ``crashlab sweep --fault kill`` over every
-catalogued point on each mutant is recorded in ``docs/selftest.md`` (too slow for a test).
+catalogued point on each mutant is recorded in ``docs/crashlab-powerloss.md`` (too slow for a
+test).
 """
 
 from __future__ import annotations
