@@ -118,3 +118,19 @@ def test_no_module_of_the_reference_calls_fsync_directly() -> None:
                     and isinstance(node.value, ast.Name) and node.value.id == "os":
                 offenders.append(f"{path.relative_to(root)}:{node.lineno}")
     assert offenders == []
+
+
+@pytest.mark.parametrize("platform, sync, pragmas", [("darwin", "F_FULLFSYNC", True), ("linux", "fsync", False)])
+def test_the_adapter_declares_the_sync_it_uses(platform: str, sync: str, pragmas: bool) -> None:
+    """The handshake's ``durability`` follows the platform (protocol §3): a fresh interpreter
+    that believes it runs on ``platform`` before the adapter is imported."""
+    import json
+    import subprocess
+    import sys
+
+    code = (f"import sys; sys.platform = {platform!r}; import json; "
+            "from maka_ref.adapter._dispatch import DURABILITY; print(json.dumps(DURABILITY))")
+    declared = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                         timeout=60).stdout)
+    assert declared["sync"] == sync and declared["directorySync"] is True
+    assert ("fullfsync=ON" in declared["details"]) is pragmas
