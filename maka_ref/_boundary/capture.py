@@ -140,10 +140,16 @@ def capture_and_commit(
 
 
 def _needs_capture(events: Sequence[Mapping[str, Any]], run_id: str, read_only: frozenset[str]) -> bool:
+    """B0: a normal run without a boundary; B1: a mutating call after the run's last boundary.
+    A continuation run starts covered by its lineage's boundary (the resume gate checked it), so
+    it captures only once it has made a mutating call of its own."""
     facts = boundary_facts(run_id, events)
-    if not facts:
-        return True
-    return any(breaks_coverage(event, read_only) for event in events[facts[-1].event_seq:])
+    if facts:
+        return any(breaks_coverage(event, read_only) for event in events[facts[-1].event_seq:])
+    first_actions = (events[0].get("actions") or {}) if events else {}
+    if "continuationStart" in first_actions:
+        return any(breaks_coverage(event, read_only) for event in events)
+    return True
 
 
 @dataclass
@@ -158,18 +164,35 @@ class CapturingProvider:
     failures: list[CaptureFailure] = field(default_factory=list)
     committed: list[BoundaryCommitResult] = field(default_factory=list)
 
+    #: Builds ``inner`` on the first call when it is None (a continuation's script is known
+    #: only once the plan names the source run: the last history item is the start).
+    make_inner: Any = None
+    #: Capture only in a session already in checkpoint mode (one holding a boundary fact): a
+    #: continuation never switches a session into checkpoint mode (§5.1, "never silently").
+    require_checkpoint_mode: bool = False
+
     def next_step(self, history: Sequence[Any]) -> Any:
         if history:
-            self._capture_point(history[0])
+            # the newest history item always belongs to the running run (a user event, a
+            # continuation start, or a tool response); older ones may be replayed source context
+            self._capture_point(history[-1])
+        if self.inner is None:
+            self.inner = self.make_inner(history)
         return self.inner.next_step(history)
 
     def __getattr__(self, name: str) -> Any:  # script, calls… of the wrapped provider
+        if name in ("inner", "make_inner"):
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
     def _capture_point(self, first: Mapping[str, Any]) -> None:
         run = {key: str(first[key]) for key in ("sessionId", "invocationId", "runId", "turnId")}
         store = RuntimeStore.open(self.root)
         try:
+            if self.require_checkpoint_mode:
+                with store.read() as conn:
+                    if current_epoch(conn, run["sessionId"]) == 0:
+                        return
             events = store.read_run_events(run["sessionId"], run["runId"])
             if not _needs_capture(events, run["runId"], self.read_only):
                 return

@@ -217,6 +217,8 @@ def resume_with_intent(root: str, session_id: str | None = None, *, intent: str 
     from maka_ref._continuation import resume_session
 
     the_carrier = carrier or default_carrier()
+    if "provider" not in kwargs:
+        kwargs["provider"] = _continuation_provider(root, the_carrier, kwargs.get("script"))
     if intent == "none":
         gate = make_workspace_gate(the_carrier)
         return resume_session(root, session_id, workspace_gate=gate,
@@ -273,3 +275,28 @@ def checkpoint_collect(workspace: str, grace_seconds: float = DEFAULT_GRACE_SECO
         if store is not None:
             store.close()
     return {"collected": list(result.collected), "kept": list(result.kept)}
+
+
+def _continuation_provider(root: str, carrier: GitCheckpointCarrier, script: Any) -> CapturingProvider | None:
+    """B1 captures inside the continuation run (§5.1) of a Git workspace: the scripted provider
+    of the source's sidecar (or ``script``) wrapped in :class:`CapturingProvider`. ``None`` (the
+    executor's own provider) when the workspace has no identity marker yet."""
+    from maka_ref._continuation.sidecar import read_script_sidecar
+    from maka_ref._runtime.provider import ScriptedProvider, load_script
+
+    path = workspace_path(root)
+    try:
+        identity = read_workspace_identity(path)
+    except MakaRefError:
+        return None
+    if identity is None:
+        return None
+
+    def make_inner(history: Any) -> Any:
+        if script is not None:
+            return ScriptedProvider(load_script(script))
+        start = (history[-1].get("actions") or {}).get("continuationStart")
+        return ScriptedProvider(read_script_sidecar(path, str(start["immediateSource"]["runId"])))
+
+    return CapturingProvider(None, path, identity.identity, carrier, make_inner=make_inner,
+                             require_checkpoint_mode=True)

@@ -177,3 +177,33 @@ def test_execution_revalidation_refuses_a_change_after_the_checks(tmp_path: Path
     assert [t["status"] for t in targets] == ["created"]  # no start committed, provider never called
     with RuntimeStore.open_read_only(ws) as store:
         assert store.read_run_events(summary.session_id, targets[0]["runId"]) == []
+
+
+def test_continuation_captures_after_its_own_mutation(tmp_path: Path) -> None:
+    """B1 inside the continuation run: the continued script makes a second Write, so a boundary
+    follows it in the target run (start 1, call/dispatch/response 2–4, fact 5), in the same
+    epoch; a continuation that only writes text captures nothing; a session without
+    checkpoints gets none."""
+    from maka_ref._boundary.commands import resume_with_intent
+
+    ws = repo(tmp_path)
+    summary, _ = crashed(ws)
+    outcome, _ = resume_with_intent(str(ws), intent="none", flag=True, script=FULL,
+                                    lifecycle_log=LifecycleLog(tmp_path / "life1.jsonl"))
+    assert not outcome.parked and outcome.summary.status == "completed"
+    assert [row for row in boundary_rows(ws) if row[0] != summary.run_id] == []
+
+    ws2 = repo(tmp_path / "second")
+    summary2, _ = crashed(ws2)
+    second = {"toolCalls": [{"id": "call-2", "name": "Write", "args": {"path": "more.txt", "content": "x"}}]}
+    three = script(T1, [WRITE, second, {"text": "done"}])
+    outcome2, _ = resume_with_intent(str(ws2), intent="none", flag=True, script=three,
+                                     lifecycle_log=LifecycleLog(tmp_path / "life2.jsonl"))
+    assert not outcome2.parked and outcome2.summary.status == "completed"
+    target = [row for row in boundary_rows(ws2) if row[0] != summary2.run_id]
+    assert [(seq, kind) for _, seq, kind in target] == [(5, "maka.workspace.boundary_captured")]
+    plain = repo(tmp_path / "plain")
+    run_turn(plain, FIRST_ONLY)
+    outcome3, _ = resume_with_intent(str(plain), intent="none", flag=True, script=FULL,
+                                     lifecycle_log=LifecycleLog(tmp_path / "life3.jsonl"))
+    assert not outcome3.parked and boundary_rows(plain) == []
