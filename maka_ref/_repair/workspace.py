@@ -75,8 +75,10 @@ def repair_session(
     active_runs: Collection[tuple[str, str]] = (),
     claim_saga: ClaimSaga = CLAIM_SAGA,
     clock: Clock = wall_clock,
+    reconcile: bool = True,
 ) -> RepairReport:
-    """§4.4 steps 2–6 for one session (see the module docstring)."""
+    """§4.4 steps 2–6 for one session (see the module docstring); ``reconcile``: run the
+    Phase 3 reconciler on each run before sealing it (spec-phase3 §5.5)."""
     report = RepairReport()
     headers = runs.list_session_runs(session_id)
     if any((session_id, header["runId"]) in active_runs for header in headers):
@@ -95,9 +97,10 @@ def repair_session(
     for header in runs.list_session_runs(session_id):  # re-read: the saga may have created/changed runs
         if header["runId"] in saga_skipped:
             continue
-        report.reconciled.extend(  # spec-phase3 §5.5: before the run is sealed
-            reconcile_store(store, store.db_path.parent, clock=clock, session_id=session_id, run_id=header["runId"])
-        )
+        if reconcile:  # spec-phase3 §5.5: before the run is sealed
+            report.reconciled.extend(
+                reconcile_store(store, store.db_path.parent, clock=clock, session_id=session_id, run_id=header["runId"])
+            )
         result = repair_run(
             store, runs, header, strict=strict, claim_owned=header["runId"] in outcome.owned_run_ids, clock=clock
         )
@@ -117,8 +120,11 @@ def repair_workspace(
     active_runs: Collection[tuple[str, str]] = (),
     claim_saga: ClaimSaga = CLAIM_SAGA,
     clock: Clock = wall_clock,
+    reconcile: bool = True,
 ) -> RepairReport:
-    """Startup repair of every session of the workspace at ``root`` (spec 20 §4)."""
+    """Startup repair of every session of the workspace at ``root`` (spec 20 §4), reconciling
+    Phase 3 file operations before each run is sealed unless ``reconcile`` is False (the
+    protocol adapter's ``runtime.repair`` until it claims ``runtime.reconcile``)."""
     workspace = check_workspace(root)
     report = RepairReport()
     if not _has_agent_runs(workspace / DB_FILE_NAME):
@@ -130,7 +136,8 @@ def repair_workspace(
             for session_id in _session_ids(runs):
                 report.extend(
                     repair_session(
-                        store, runs, session_id, strict=strict, active_runs=active_runs, claim_saga=claim_saga, clock=clock
+                        store, runs, session_id, strict=strict, active_runs=active_runs, claim_saga=claim_saga, clock=clock,
+                        reconcile=reconcile,
                     )
                 )
         finally:

@@ -57,7 +57,9 @@ def run_turn(params: Params) -> dict[str, Any]:
 def repair(params: Params) -> dict[str, Any]:
     from maka_ref._repair import repair_workspace
 
-    return repair_workspace(owned_workspace(workspace(params))).to_json()
+    # spec-phase3 §6: runtime.repair reconciles before sealing only in a runtime that claims
+    # runtime.reconcile; this adapter does not claim it yet, so its repair stays spec 20 §4 exactly.
+    return repair_workspace(owned_workspace(workspace(params)), reconcile=False).to_json()
 
 
 def resume(params: Params) -> dict[str, Any]:

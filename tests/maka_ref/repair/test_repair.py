@@ -603,8 +603,9 @@ def test_sigkilled_live_run_is_repaired_in_a_fresh_process(tmp_path: Path, point
     assert len(terminals(run["events"])) == 1
     [decision] = run["resolution"]["decisions"]
     [operation] = run["toolOperations"]
-    if point == "P3":  # repair never invents a tool outcome: the op stays indeterminate
-        assert decision["status"] == "indeterminate"
+    if point == "P3":  # repair never invents a tool outcome: the Write's file is still in its prior
+        # state, so the Phase 3 reconciler (run by repair before sealing) parks it, never redoes it
+        assert (decision["status"], decision["reason"]) == ("parked", "reconcile_matches_prior_state")
         assert not [e for e in run["events"] if (e.get("content") or {}).get("kind") == "function_response"]
         assert operation["currentState"] != "outcome_committed"
     else:

@@ -144,6 +144,9 @@ def test_kill_repair_inspect_resume(tmp_path: Path, point: str, protocol: str) -
     assert header["status"] == "running"
     invocation_id = run_id.replace("run_", "invocation_", 1)
     source_op = spec_operation_id(invocation_id, "call-1")
+    reconciled = protocol == T1 and point in _PARKS_UNSETTLED
+    # after repair: the safe boundaries, and P4 of T1 (its Write reconciled as completed)
+    continues = point in _CONTINUES or (reconciled and point == "P4")
 
     # 2. committed prefix, catalogue name, resolver decision, Phase 0 plan
     events = _read(ws, session_id, run_id)
@@ -182,7 +185,15 @@ def test_kill_repair_inspect_resume(tmp_path: Path, point: str, protocol: str) -
         assert after_repair == events
     else:  # §4.6 case C: a recovered failed terminal appended, never a second one
         assert (entry["action"], entry["headerStatus"]) == ("failed_terminal_appended", "failed")
-        assert after_repair[:-1] == events and labels(after_repair[-1:]) == ["terminal"]
+        # Phase 3 (spec-phase3 §5.5): a T1 Write dispatched with file evidence and left unsettled
+        # is reconciled before the run is sealed — P1–P3 leave the file in its prior state
+        # (parked), P4 in the expected one (completed) — the bundle first, the terminal second.
+        bundle = [] if not reconciled else [
+            f"{source_op}_reconcile", *([f"{source_op}_response"] if point == "P4" else []), f"{source_op}_decision"
+        ]
+        assert [e["id"] for e in after_repair[len(events):-1]] == bundle
+        assert [r["operationId"] for r in report.get("reconciled", [])] == ([source_op] if reconciled else [])
+        assert after_repair[:len(events)] == events and labels(after_repair[-1:]) == ["terminal"]
     # the second pass in-process (library entry of the same command): it writes nothing
     assert repair_workspace(ws).to_json() == {"repairs": [], "skipped": [], "recoveredSessions": []}
     assert _read(ws, session_id, run_id) == after_repair
@@ -201,7 +212,7 @@ def test_kill_repair_inspect_resume(tmp_path: Path, point: str, protocol: str) -
     resumed = cli("resume", "--workspace", str(ws), flag=True)
     outcome = _json(resumed)
     continuation_op = None
-    if point in _CONTINUES:
+    if continues:
         assert resumed.returncode == EXIT_OK, (resumed.stdout, resumed.stderr)
         assert outcome["parked"] is False and outcome["sourceRunId"] == run_id
         assert outcome["status"] == "completed" and outcome["run"]["finalText"] == "done"
@@ -216,11 +227,11 @@ def test_kill_repair_inspect_resume(tmp_path: Path, point: str, protocol: str) -
         assert outcome["parked"] is True and outcome["rejectionReasons"] == _PARK_REASON[point]
     with RuntimeStore.open_read_only(ws) as store:
         claims = store.list_claims(session_id)
-    assert len(claims) == (1 if point in _CONTINUES else 0)
+    assert len(claims) == (1 if continues else 0)
 
     # a second resume (in-process, the library entry of the same command) never continues again
     second_resume = resume_session(ws, flag=True, lifecycle_log=lambda event: None)
-    expected_again = ["continuation_already_exists"] if point in _CONTINUES else _PARK_REASON[point]
+    expected_again = ["continuation_already_exists"] if continues else _PARK_REASON[point]
     assert second_resume.parked and list(second_resume.rejection_reasons) == expected_again
     with RuntimeStore.open_read_only(ws) as store:
         assert len(store.list_claims(session_id)) == len(claims)
@@ -236,7 +247,7 @@ def test_kill_repair_inspect_resume(tmp_path: Path, point: str, protocol: str) -
     assert set(starts) == expected_ops
     assert all(line["tool"] == "Write" and line["argsHash"] == WRITE_HASH for line in effect_lines(ws))
     target_file = ws / "notes.txt"
-    completed = point in _CONTINUES or point == "P9"
+    completed = continues or point == "P9"
     if completed or point == "P4":  # P4: the effect finished, only T2 was lost
         assert target_file.read_text(encoding="utf-8") == WRITE_ARGS["content"]
     else:

@@ -29,6 +29,9 @@ EXPECTED_TABLES = {
     "runtime_workspace_heads",
     "runtime_storage_root_binding",
     "runtime_session_event_ordinals",
+    # Phase 3: the scope tool_evidence and its registry, created by writer opens (spec-phase3 §3.2)
+    "operational_schema_migrations",
+    "runtime_tool_evidence",
 }
 
 
