@@ -69,3 +69,61 @@ def test_four_concurrent_captures_commit_one_fact(tmp_path: Path) -> None:
     for key, value in before.items():
         if key != "worktree":
             assert after[key] == value, key
+
+
+def test_user_commits_racing_captures_and_fact_commits(tmp_path: Path) -> None:
+    """A user committing in a loop while the runtime captures and commits boundary facts
+    (§3.9, §9): every user command succeeds; between two user commands the user's index and refs
+    are byte-identical (hashed after one command and again before the next); no user lock file
+    is left; every committed fact's artifact verifies."""
+    import hashlib
+    import subprocess
+
+    from maka_ref._boundary.commands import checkpoint_verify
+    from tests.maka_ref.checkpoint.support import git_dir, user_env, write
+
+    ws = repo(tmp_path)
+    identity = resolve_workspace_identity(ws).identity
+    gdir = git_dir(ws)
+
+    def snapshot() -> tuple[str, str]:
+        index = hashlib.sha256((gdir / "index").read_bytes()).hexdigest()
+        refs = subprocess.run(["git", "for-each-ref", "--format=%(refname) %(objectname)"], cwd=ws, env=user_env(),
+                              capture_output=True, text=True, check=True).stdout
+        return index, "\n".join(line for line in refs.splitlines() if not line.startswith("refs/maka/"))
+
+    mismatches: list[int] = []
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def user() -> None:
+        last = snapshot()
+        for n in range(12):
+            if snapshot() != last:
+                mismatches.append(n)
+            write(ws / f"user-{n}.txt", f"{n}\n")
+            for args in (["add", f"user-{n}.txt"], ["commit", "-q", "-m", f"user {n}"]):
+                done = subprocess.run(["git", *args], cwd=ws, env=user_env(), capture_output=True, text=True)
+                if done.returncode != 0:
+                    failures.append(done.stderr)
+            last = snapshot()
+        stop.set()
+
+    committed: list[Any] = []
+    thread = threading.Thread(target=user)
+    thread.start()
+    n = 0
+    with RuntimeStore.open(ws) as store:
+        while not stop.is_set() and n < 40:
+            run = {"sessionId": "race", "invocationId": f"inv-{n}", "runId": f"run-{n}", "turnId": f"turn-{n}"}
+            store.append({"id": f"user-event-{n}", **run, "ts": 1, "partial": False, "role": "user",
+                          "author": "user", "content": {"kind": "text", "text": "go"}})
+            committed.append(capture_and_commit(store, default_carrier(), str(ws), identity, run))
+            n += 1
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    assert failures == [] and mismatches == []
+    assert len(committed) >= 2, "too few captures overlapped the user's commits"
+    assert not list(gdir.glob("*.lock")) and not list((gdir / "refs").rglob("*.lock"))
+    for ref in boundary_refs(ws):
+        assert checkpoint_verify(str(ws), ref)["checkpointRef"] == ref
