@@ -426,29 +426,44 @@ def _msgspec_safe(value: Any, depth: int) -> bool:
     the depth limit. String escaping is the same in both (tests/maka_ref/codec/
     test_answer_fast.py); a lone or split surrogate makes msgspec refuse, and the caller then
     takes the exact writer."""
+    t = type(value)
+    if t is str or value is None or t is bool:
+        return True
+    if t is int:
+        return -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT
+    if not (t is dict or t is FrozenDict or t is list or t is FrozenList):
+        return False
     stack = [(value, depth)]
     while stack:
         node, level = stack.pop()
-        t = type(node)
-        if t is str or node is None or t is bool:
-            continue
-        if t is int:
-            if -_MAX_SAFE_INT <= node <= _MAX_SAFE_INT:
-                continue
-            return False
         if level >= MAX_DEPTH:
             return False
-        if t is list or t is FrozenList:
-            stack.extend((child, level + 1) for child in node if type(child) is not str)
-        elif t is dict or t is FrozenDict:  # not other subclasses: they may override items()
-            for key, child in node.items():
-                if type(key) is not str:
-                    return False
-                if type(child) is not str:
-                    stack.append((child, level + 1))
+        t = type(node)
+        if t is dict or t is FrozenDict:  # not other subclasses: they may override items()
+            if node and set(map(type, node)) != _ONLY_STR:
+                return False
+            children: Any = node.values()
         else:
+            children = node
+        # Type sets are taken at C speed; the loop below only runs for ints and containers.
+        kinds = set(map(type, children))
+        if kinds <= _LEAF_TYPES:
+            continue
+        if not kinds <= _SAFE_TYPES:
             return False
+        for child in children:
+            kind = type(child)
+            if kind is int:
+                if not -_MAX_SAFE_INT <= child <= _MAX_SAFE_INT:
+                    return False
+            elif kind is not str and kind is not bool and child is not None:
+                stack.append((child, level + 1))
     return True
+
+
+_ONLY_STR = {str}
+_LEAF_TYPES = frozenset({str, bool, type(None)})
+_SAFE_TYPES = _LEAF_TYPES | {int, dict, FrozenDict, list, FrozenList}
 
 
 def _answer_piece(value: Any, depth: int) -> str:
