@@ -170,6 +170,8 @@ class CapturingProvider:
     #: Capture only in a session already in checkpoint mode (one holding a boundary fact): a
     #: continuation never switches a session into checkpoint mode (§5.1, "never silently").
     require_checkpoint_mode: bool = False
+    #: The session's mode, read once (it never changes during a run, §5.1).
+    _mode: bool | None = None
 
     def next_step(self, history: Sequence[Any]) -> Any:
         if history:
@@ -186,13 +188,16 @@ class CapturingProvider:
         return getattr(self.inner, name)
 
     def _capture_point(self, first: Mapping[str, Any]) -> None:
+        if self.require_checkpoint_mode and self._mode is False:
+            return  # not a checkpoint-mode session: no store opened per provider call
         run = {key: str(first[key]) for key in ("sessionId", "invocationId", "runId", "turnId")}
         store = RuntimeStore.open(self.root)
         try:
-            if self.require_checkpoint_mode:
+            if self.require_checkpoint_mode and self._mode is None:
                 with store.read() as conn:
-                    if current_epoch(conn, run["sessionId"]) == 0:
-                        return
+                    self._mode = current_epoch(conn, run["sessionId"]) > 0
+                if not self._mode:
+                    return
             events = store.read_run_events(run["sessionId"], run["runId"])
             if not _needs_capture(events, run["runId"], self.read_only):
                 return
