@@ -36,6 +36,11 @@ _STORE_HOOKS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "after_workspace_epoch_projection_insert": ("store", "inside a workspace baseline commit: epoch projection row inserted (spec 30 §2.7)", ()),
     "after_workspace_version_projection_insert": ("store", "inside a workspace baseline commit: version projection row inserted (spec 30 §2.7)", ()),
     "after_workspace_head_projection_insert": ("store", "inside a workspace baseline commit: head projection row inserted, COMMIT not yet (spec 30 §2.7)", ()),
+    # Phase 3 (docs/spec-phase3.md §5.6): no operation reaches them until an adapter claims
+    # runtime.reconcile (the reference's runtime.repair does not reconcile yet).
+    "reconcile_after_observation": ("runtime.repair", "Phase 3 reconciler: the target observed, nothing decided or committed (spec-phase3 §5.6)", ()),
+    "reconcile_after_decision": ("runtime.repair", "Phase 3 reconciler: the bundle built, not committed (spec-phase3 §5.6)", ()),
+    "reconcile_inside_bundle": ("runtime.repair", "Phase 3 reconciler: inside its bundle transaction, the reconcile fact inserted, not committed (spec-phase3 §5.6)", ()),
 }
 
 

@@ -39,6 +39,9 @@ __all__ = ["ACTIONS", "ANNOUNCED_FAILPOINTS", "KNOWN_FAILPOINTS", "arm", "instal
 ACTIONS: tuple[str, ...] = ("block", "stop")
 
 _WORKSPACE_HOOKS = frozenset(name for name in registry.FAILPOINT_NAMES if "workspace" in name)
+#: The Phase 3 reconciler's points (docs/spec-phase3.md §5.6): armable, but no operation of this
+#: adapter reaches them until it claims runtime.reconcile (its runtime.repair does not reconcile).
+_RECONCILER_POINTS = frozenset(name for name in registry.FAILPOINT_NAMES if name.startswith("reconcile_"))
 
 #: Every id this implementation can arm: live, store hooks and continuation points.
 KNOWN_FAILPOINTS: frozenset[str] = registry.FAILPOINT_NAMES
@@ -53,7 +56,7 @@ def _order(name: str) -> tuple[int, int, str]:
 
 #: The ids listed in ``hello`` (reachable through some protocol operation), in a stable order.
 ANNOUNCED_FAILPOINTS: tuple[str, ...] = tuple(
-    sorted((KNOWN_FAILPOINTS - _WORKSPACE_HOOKS), key=_order)
+    sorted((KNOWN_FAILPOINTS - _WORKSPACE_HOOKS - _RECONCILER_POINTS), key=_order)
 )
 assert set(LIVE_FAILPOINTS) | set(NON_LOOP_FAILPOINTS) <= set(ANNOUNCED_FAILPOINTS)
 

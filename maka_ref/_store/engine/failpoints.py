@@ -75,6 +75,10 @@ FAILPOINT_NAMES: frozenset[str] = frozenset(
         "after_continuation_start_committed",
         "after_terminal_event_committed",
         "after_terminal_header_committed",
+        # the Phase 3 reconciler's crash points (spec-phase3 §5.6; maka_ref._repair.reconcile)
+        "reconcile_after_observation",
+        "reconcile_after_decision",
+        "reconcile_inside_bundle",
     )
 ) | frozenset(f"P{n}" for n in range(12))  # live tool-loop points (maka_ref._runtime, spec 20 §2)
 
