@@ -26,8 +26,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from benchmarks.ledger_memory import write_ledger
 from maka_ref._cli.ledger_input import load_ledger, load_ledger_with
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=None, help="where the temporary ledger is written")
     parser.add_argument("--json", metavar="PATH", default=None, help="also write the result as JSON")
     args = parser.parse_args(argv)
-    load = lambda: os.getloadavg()  # noqa: E731
+    load = lambda: os.getloadavg()
     results = {"loadBefore": load(), "runs": [], "loadAfter": None}
     print(f"load average before: {results['loadBefore']}")
     print(f"{'events':>10} {'MB':>7}  " + "  ".join(f"{name:>20}" for name in

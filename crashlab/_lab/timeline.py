@@ -38,8 +38,8 @@ __all__ = [
     "Timeline",
     "TracedClient",
     "phase_breakdown",
-    "render_phases",
     "render_html",
+    "render_phases",
     "render_text",
     "summarize_reply",
 ]
@@ -224,9 +224,9 @@ def _phase(step: Mapping[str, Any], killed: bool) -> str:
         return "reopen" if killed else "prefix write"
     if name == "store.project":
         return "project"
-    if name.startswith("runtime.repair") or name.startswith("runtime.resume"):
+    if name.startswith(("runtime.repair", "runtime.resume")):
         return "repair + resume"
-    if name.startswith("store.close") or name.startswith("close"):
+    if name.startswith(("store.close", "close")):
         return "close + reap"
     return "harness" if killed else "prefix write"
 

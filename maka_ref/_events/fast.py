@@ -28,7 +28,7 @@ Depends on: ``msgspec`` (third party), ``_events.checkers``, ``_events.normalize
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -66,34 +66,34 @@ class _Closed(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 class _Text(_Closed, tag_field="kind", tag="text"):
     text: str
-    displayText: Union[str, msgspec.UnsetType] = _UNSET
-    steering: Union[Literal[True], msgspec.UnsetType] = _UNSET
+    displayText: str | msgspec.UnsetType = _UNSET
+    steering: Literal[True] | msgspec.UnsetType = _UNSET
 
 
 class _Thinking(_Closed, tag_field="kind", tag="thinking"):
     text: str
-    signature: Union[str, msgspec.UnsetType] = _UNSET
+    signature: str | msgspec.UnsetType = _UNSET
 
 
 class _Call(_Closed, tag_field="kind", tag="function_call"):
     id: str
     name: str
     args: Any
-    providerExecuted: Union[bool, msgspec.UnsetType] = _UNSET
+    providerExecuted: bool | msgspec.UnsetType = _UNSET
 
 
 class _Response(_Closed, tag_field="kind", tag="function_response"):
     id: str
     name: str
     result: Any
-    isError: Union[bool, msgspec.UnsetType] = _UNSET
-    providerExecuted: Union[bool, msgspec.UnsetType] = _UNSET
+    isError: bool | msgspec.UnsetType = _UNSET
+    providerExecuted: bool | msgspec.UnsetType = _UNSET
 
 
 class _Error(_Closed, tag_field="kind", tag="error"):
     message: str
-    code: Union[str, msgspec.UnsetType] = _UNSET
-    reason: Union[str, msgspec.UnsetType] = _UNSET
+    code: str | msgspec.UnsetType = _UNSET
+    reason: str | msgspec.UnsetType = _UNSET
 
 
 class _Dispatch(_Closed):
@@ -110,16 +110,16 @@ class _Protocol(_Closed):
 
 
 class _Actions(_Closed):
-    toolDispatch: Union[_Dispatch, msgspec.UnsetType] = _UNSET
-    runtimeProtocol: Union[_Protocol, msgspec.UnsetType] = _UNSET
+    toolDispatch: _Dispatch | msgspec.UnsetType = _UNSET
+    runtimeProtocol: _Protocol | msgspec.UnsetType = _UNSET
 
 
 _Refs = msgspec.defstruct(
     "_Refs",
-    [(key, Union[str, msgspec.UnsetType], _UNSET) for key in REF_STRING_KEYS]
+    [(key, str | msgspec.UnsetType, _UNSET) for key in REF_STRING_KEYS]
     + [
-        ("sourceMessageDigest", Union[_Digest, msgspec.UnsetType], _UNSET),
-        ("sourceRuntimeEventHighWater", Union[_SafeUInt, msgspec.UnsetType], _UNSET),
+        ("sourceMessageDigest", _Digest | msgspec.UnsetType, _UNSET),
+        ("sourceRuntimeEventHighWater", _SafeUInt | msgspec.UnsetType, _UNSET),
     ],
     bases=(_Closed,),
 )
@@ -136,13 +136,13 @@ class _Event(_Closed):
     partial: bool
     role: _lit(ROLES)  # type: ignore[valid-type]
     author: _lit(AUTHORS)  # type: ignore[valid-type]
-    branch: Union[str, msgspec.UnsetType] = _UNSET
-    origin: Union[_lit(ORIGINS), msgspec.UnsetType] = _UNSET  # type: ignore[valid-type]
-    modelVisibility: Union[_lit(MODEL_VISIBILITIES), msgspec.UnsetType] = _UNSET  # type: ignore[valid-type]
-    status: Union[_lit(STATUSES), msgspec.UnsetType] = _UNSET  # type: ignore[valid-type]
-    content: Union[_Text, _Thinking, _Call, _Response, _Error, msgspec.UnsetType] = _UNSET
-    actions: Union[_Actions, msgspec.UnsetType] = _UNSET
-    refs: Union[_Refs, msgspec.UnsetType] = _UNSET  # type: ignore[valid-type]
+    branch: str | msgspec.UnsetType = _UNSET
+    origin: _lit(ORIGINS) | msgspec.UnsetType = _UNSET  # type: ignore[valid-type]
+    modelVisibility: _lit(MODEL_VISIBILITIES) | msgspec.UnsetType = _UNSET  # type: ignore[valid-type]
+    status: _lit(STATUSES) | msgspec.UnsetType = _UNSET  # type: ignore[valid-type]
+    content: _Text | _Thinking | _Call | _Response | _Error | msgspec.UnsetType = _UNSET
+    actions: _Actions | msgspec.UnsetType = _UNSET
+    refs: _Refs | msgspec.UnsetType = _UNSET  # type: ignore[valid-type]
 
 
 _CHECK = msgspec.json.Decoder(_Event)
@@ -247,5 +247,5 @@ def fast_decode_event(text: str, shared: dict[str, str] | None = None) -> Frozen
         if checked.refs is not _UNSET:
             event["refs"] = frozen_dict(event["refs"])
         return frozen_dict(event)
-    except Exception:  # any doubt: the exact path decides (and reports)
+    except Exception:  # noqa: BLE001 - any doubt: the exact path decides (and reports)
         return None
