@@ -2,7 +2,7 @@
 
 A crash is simulated by a failpoint action raising a ``BaseException`` the runtime does not
 catch, so the run stops exactly there (T1 committed, no T2, no terminal) — the ledger a SIGKILL
-leaves (the real-kill end-to-end test is ``test_reconcile_e2e.py``). Expected outcomes, ids and
+leaves (the real-kill end-to-end test is ``test_end_to_end.py``). Expected outcomes, ids and
 results are written from the spec, never taken from the code under test.
 """
 
