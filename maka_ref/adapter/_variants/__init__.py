@@ -162,11 +162,13 @@ def apply_upstream_choices() -> None:
             return _UnknownTool(), None, tool_runtime.canonical_args_hash(call.name, call.args)
         return original_preflight(self, call)
 
-    def run_implementation(self: Any, tool: Any, call: Any, operation_id: str, args_hash: str) -> Any:
+    def run_implementation(self: Any, tool: Any, call: Any, *rest: Any, **kw: Any) -> Any:
+        # ``*rest``: the runtime's own arguments after the call (operation id, args hash and,
+        # since Phase 3, the file evidence), passed through unchanged whatever they become.
         if isinstance(tool, _UnknownTool):  # nothing starts: no effect-log line
             error = ToolError(f"Tool {call.name} is not available", code="tool_not_available")
             return {"code": error.code, "message": error.message}, True, False
-        return original_run(self, tool, call, operation_id, args_hash)
+        return original_run(self, tool, call, *rest, **kw)
 
     tool_runtime.ToolRuntime._preflight = preflight  # type: ignore[method-assign]
     tool_runtime.ToolRuntime._run_implementation = run_implementation  # type: ignore[method-assign]
