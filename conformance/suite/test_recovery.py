@@ -289,6 +289,23 @@ def test_second_resume_parks(maka: Any, tmp_path: Path) -> None:
         needs=("runtime.repair", "faults", "runtime.loop", "store"),
         title="two concurrent resumes in two processes create exactly one continuation")
 def test_concurrent_resumes(maka: Any, tmp_path: Path) -> None:
+    """Two processes resume the same crashed run at once; exactly one may continue.
+
+    A race only shows a missing claim when both resumes plan before either commits, which a
+    loaded machine may never schedule; a correct implementation gives exactly one continuation
+    every time, so the race is run in ``RACE_ROUNDS`` fresh workspaces and every round must
+    hold. (Without the rounds the mutant ``continuation-claim-not-unique`` survived on a machine
+    at load 14.)"""
+    for round_no in range(RACE_ROUNDS):
+        root = tmp_path / f"round-{round_no}"
+        root.mkdir()
+        _race_two_resumes(maka, root, round_no)
+
+
+RACE_ROUNDS = 3
+
+
+def _race_two_resumes(maka: Any, tmp_path: Path, round_no: int) -> None:
     workspace, crashed = _crashed(maka, tmp_path, "P7", "t1")
     _repair(maka, workspace)
     replies: dict[int, Any] = {}
@@ -312,7 +329,8 @@ def test_concurrent_resumes(maka: Any, tmp_path: Path) -> None:
         raise next(iter(errors.values()))
     continued = [r for r in replies.values() if r.ok and r.result.get("parked") is False]
     if len(continued) != 1:
-        raise ClauseMismatch(f"{len(continued)} of two concurrent resumes continued; exactly one may",
+        raise ClauseMismatch(f"round {round_no + 1} of {RACE_ROUNDS}: {len(continued)} of two concurrent resumes "
+                             "continued; exactly one may",
                              evidence={"replies": [{"ok": r.ok, "result": r.result, "error": r.error} for r in replies.values()]})
     _check_continued(maka, workspace, crashed, continued[0].result, "concurrent resumes")
 
