@@ -39,8 +39,10 @@ CAPABILITIES: tuple[str, ...] = tuple(c for lvl in LEVELS for c in LEVEL_CAPABIL
 
 #: Capabilities the suite knows that no level requires: their clauses are run and reported,
 #: never counted toward a level (``faults.powerloss``: the crash lab's power-loss trials,
-#: docs/crashlab-powerloss.md, which need FUSE and are "not run" where it is missing).
-OPTIONAL_CAPABILITIES: tuple[str, ...] = ("faults.powerloss",)
+#: docs/crashlab-powerloss.md, which need FUSE and are "not run" where it is missing;
+#: ``runtime.reconcile``: the Phase 3 reconciler, spec-phase3 §6; ``workspace.checkpoint``: the
+#: Phase 4 Git checkpoint carrier, spec-phase4 §10).
+OPTIONAL_CAPABILITIES: tuple[str, ...] = ("faults.powerloss", "runtime.reconcile", "workspace.checkpoint")
 
 _EXAMPLES = 3  # clause ids quoted in a reason before "…"
 

@@ -28,6 +28,8 @@ CAPABILITY_LEVEL: Mapping[str, str] = {
     "faults.powerloss": "live",  # optional: no level requires it (docs/levels.md)
     "runtime.repair": "recovery",
     "runtime.continuation": "recovery",
+    "runtime.reconcile": "recovery",  # optional: no level requires it (docs/levels.md)
+    "workspace.checkpoint": "recovery",  # optional: no level requires it (spec-phase4 §10)
 }
 LEVEL_ORDER = ("ledger", "durable", "live", "recovery")
 

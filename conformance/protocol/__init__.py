@@ -59,6 +59,8 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "runtime.repair": ("runtime.repair",),
     "runtime.continuation": ("runtime.resume",),
     "faults": ("faults.arm",),
+    # Phase 3: the finalize-only reconciler (spec-phase3 §6; optional, no level requires it)
+    "runtime.reconcile": ("runtime.reconcile",),
     # no operation: a promise about where and how the implementation keeps its durable files
     # (protocol §3), so that the crash lab may mount its power-loss filesystem there
     "faults.powerloss": (),

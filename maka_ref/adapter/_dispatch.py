@@ -53,12 +53,14 @@ assert set(_LEDGER_CAPABILITY) == set(VECTOR_RUNNERS)
 CAPABILITIES: tuple[str, ...] = (
     "ledger.codec", "ledger.resolver", "ledger.plan", "store", "store.continuation", "runtime.loop",
     "runtime.repair", "runtime.continuation", "faults",
+    # the finalize-only reconciler of Phase 3 (spec-phase3 §6; optional, no level requires it)
+    "runtime.reconcile",
     # every durable file under the workspace it is given, made durable with plain POSIX calls:
     # the crash lab may run it on its power-loss filesystem (protocol §3, docs/crashlab-powerloss.md)
     "faults.powerloss",
 )
 _RUNTIME_CAPABILITY = {"runtime.run_turn": "runtime.loop", "runtime.repair": "runtime.repair",
-                       "runtime.resume": "runtime.continuation"}
+                       "runtime.resume": "runtime.continuation", "runtime.reconcile": "runtime.reconcile"}
 
 
 def _ledger_handler(name: str) -> Handler:
@@ -107,6 +109,8 @@ class Dispatcher:
 
         def handle(params: Params) -> Any:
             workspace = params.get("workspace")
+            if params.get("reconcile") is not None and "runtime.reconcile" not in self.claims:
+                raise OpError("not_claimed", "params.reconcile needs the capability runtime.reconcile")
             if isinstance(workspace, str) and usable_path(workspace):  # else the handler refuses it
                 self.stores.release(workspace)
             return handler(params)

@@ -10,7 +10,12 @@ Why these wrappers are thin: the reference already has one entry point per opera
   ``error`` for an ``isError`` result, ``refused`` for a call refused before T1) next to the
   reference's own keys;
 * ``runtime.resume`` runs with the safe-boundary flag on (protocol §4.3), whatever the
-  environment says.
+  environment says;
+* ``runtime.reconcile`` (capability ``runtime.reconcile``, protocol §4.3.1, spec-phase3 §6)
+  runs the finalize-only reconciler ``maka-ref reconcile`` runs, over one operation or every
+  unsettled one; ``runtime.repair`` reconciles before sealing only when asked
+  (``"reconcile": true``), so that the spec 20 §4 meaning of a plain repair — which the
+  recovery level's clauses rely on — does not change for a runtime that claims reconcile.
 """
 
 from __future__ import annotations
@@ -19,10 +24,10 @@ import os
 from typing import Any, Callable, Mapping
 
 from maka_ref.adapter._errors import invalid_params
-from maka_ref.adapter._params import opt_str, req_object, workspace
+from maka_ref.adapter._params import opt_bool, opt_str, req_object, workspace
 from maka_ref.adapter._workspace import owned_workspace
 
-__all__ = ["RUNTIME_OPERATIONS", "repair", "resume", "run_turn"]
+__all__ = ["RUNTIME_OPERATIONS", "reconcile", "repair", "resume", "run_turn"]
 
 Params = Mapping[str, Any]
 
@@ -57,9 +62,19 @@ def run_turn(params: Params) -> dict[str, Any]:
 def repair(params: Params) -> dict[str, Any]:
     from maka_ref._repair import repair_workspace
 
-    # spec-phase3 §6: runtime.repair reconciles before sealing only in a runtime that claims
-    # runtime.reconcile; this adapter does not claim it yet, so its repair stays spec 20 §4 exactly.
-    return repair_workspace(owned_workspace(workspace(params)), reconcile=False).to_json()
+    # spec-phase3 §5.5/§6: reconciling before sealing is asked for explicitly (protocol §4.3.1);
+    # without ``reconcile`` a repair stays spec 20 §4 exactly. The dispatcher refuses the
+    # parameter when runtime.reconcile is not claimed.
+    return repair_workspace(owned_workspace(workspace(params)), reconcile=opt_bool(params, "reconcile", False)).to_json()
+
+
+def reconcile(params: Params) -> dict[str, Any]:
+    """spec-phase3 §6 ``runtime.reconcile``: the items of ``maka-ref reconcile`` (docs/reconcile.md)."""
+    from maka_ref._repair import reconcile_workspace
+
+    root = owned_workspace(workspace(params))
+    results = reconcile_workspace(root, operation_id=opt_str(params, "operationId"))
+    return {"operations": [result.to_json() for result in results]}
 
 
 def resume(params: Params) -> dict[str, Any]:
@@ -72,4 +87,5 @@ RUNTIME_OPERATIONS: dict[str, Callable[[Params], dict[str, Any]]] = {
     "runtime.run_turn": run_turn,
     "runtime.repair": repair,
     "runtime.resume": resume,
+    "runtime.reconcile": reconcile,
 }

@@ -1,0 +1,85 @@
+"""``runtime.reconcile`` of the reference adapter (docs/protocol.md §4.3.1, spec-phase3 §6), over
+the wire: a Write killed at P4 (effect done, no T2) is reconciled in a new process into a
+completed bundle without touching the file; a process that does not claim the capability
+refuses both the operation and ``runtime.repair``'s ``reconcile`` parameter."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from conformance.protocol import validate_response
+from conformance.vectors import parse_json_text
+from tests.maka_ref.adapter.test_protocol import SCRIPT, TIMEOUT, Adapter, _encode
+
+
+def _killed_at(tmp_path: Path, point: str) -> dict[str, str]:
+    ws = {"workspace": str(tmp_path / "ws")}
+    Path(ws["workspace"]).mkdir()
+    first = Adapter(tmp_path)
+    first.hello()
+    first.call("faults.arm", {"failpoint": point})
+    first.send("runtime.run_turn", {**ws, "script": SCRIPT})
+    assert first.read() == {"failpoint": point}
+    assert first.kill() == -signal.SIGKILL
+    return ws
+
+
+def test_reconcile_completes_a_write_killed_after_its_effect_and_never_touches_the_file(tmp_path: Path) -> None:
+    ws = _killed_at(tmp_path, "P4")
+    target = Path(ws["workspace"]) / "notes.txt"
+    stat = target.stat()
+    second = Adapter(tmp_path)
+    try:
+        second.hello()
+        result = second.call("runtime.reconcile", ws)
+        assert not validate_response("runtime.reconcile", {"id": 0, "ok": True, "result": result})
+        [item] = result["operations"]
+        assert (item["outcome"], item["observation"], item["reasonCode"]) == (
+            "completed", "matches_expected_state", "reconcile_matches_expected_state")
+        assert target.read_bytes() == b"after" and target.stat().st_mtime_ns == stat.st_mtime_ns
+        again = second.call("runtime.reconcile", {**ws, "operationId": item["operationId"]})
+        assert [(i["outcome"], i.get("code")) for i in again["operations"]] == [
+            ("already_settled", "reconcile_already_settled")]
+        assert second.call("runtime.reconcile", ws) == {"operations": []}
+        assert len(second.call("runtime.repair", ws)["repairs"]) == 1  # seals the killed run
+        resumed = second.call("runtime.resume", ws)
+        assert resumed["parked"] is False, resumed  # the settled Write is past; the turn continues
+        effects = (Path(ws["workspace"]) / ".maka-effects.jsonl").read_text().splitlines()
+        assert len(effects) == 1
+        assert second.close() == 0
+    finally:
+        if second.proc.poll() is None:
+            second.kill()
+
+
+def test_repair_reconciles_only_when_asked(tmp_path: Path) -> None:
+    ws = _killed_at(tmp_path, "P4")
+    second = Adapter(tmp_path)
+    try:
+        second.hello()
+        repaired = second.call("runtime.repair", {**ws, "reconcile": True})
+        assert [r["outcome"] for r in repaired["reconciled"]] == ["completed"]
+        assert second.call("runtime.reconcile", ws) == {"operations": []}
+        assert second.call("runtime.repair", {**ws, "reconcile": "yes"}, ok=False)["code"] == "invalid_params"
+        assert second.close() == 0
+    finally:
+        if second.proc.poll() is None:
+            second.kill()
+
+
+def test_unclaimed_reconcile_is_not_claimed(tmp_path: Path) -> None:
+    ws = str(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "maka_ref.adapter", "--claim", "runtime.repair"], cwd=tmp_path, timeout=TIMEOUT,
+        input=_encode({"id": 0, "op": "hello", "params": {"protocol": 1}})
+        + _encode({"id": 1, "op": "runtime.reconcile", "params": {"workspace": ws}})
+        + _encode({"id": 2, "op": "runtime.repair", "params": {"workspace": ws, "reconcile": True}}),
+        capture_output=True,
+    )
+    assert proc.returncode == 0
+    hello, reconcile, repair = (parse_json_text(line) for line in proc.stdout.decode().splitlines())
+    assert "runtime.reconcile" not in hello["result"]["capabilities"]
+    assert reconcile["error"]["code"] == "not_claimed" and repair["error"]["code"] == "not_claimed"
