@@ -1,0 +1,257 @@
+"""Phase 3 reconcile clauses (``runtime.reconcile``, docs/protocol.md §4.3.1, spec-phase3 §6):
+every row of the observation table (spec-phase3 §4.4) driven over the wire against real files
+after a real crash.
+
+Each clause starts like the live crash clauses (:func:`test_runtime_crash.crash_turn`): a
+dedicated process armed at a live point runs "Write ``sub/notes.txt``" under
+``t1_after_preflight_v1`` and is SIGKILLed there, so T1 — and with it the file evidence of
+spec-phase3 §3.3 — is committed and T2 is not. P2 (T1 committed, implementation not started)
+leaves the file in its ``before`` state, P4 (side effect done, no T2) in ``expectedAfter``.
+The harness may then change the target from outside (the rows ``diverged`` and
+``unreadable``), and asks the worker's shared process — which never touched the workspace —
+to ``runtime.reconcile`` that one operation. It checks:
+
+* the item: ``outcome``, ``observation`` and ``reasonCode`` of the row (spec-phase3 §4.4, §6);
+* finalize only (spec-phase3 §5.1, §5.4): the target and everything on the way to it are
+  identical afterwards — bytes, type, inode and ``mtime`` — and the effect log gained no start;
+* the committed bundle (spec-phase3 §5.2, spec 30 §2.5): the run gained exactly the facts of
+  one recovery bundle for this operation — a decision with the row's disposition and reason,
+  and for ``completed`` one outcome whose result is a function response of the Write;
+* idempotence: a second ``runtime.reconcile`` of the operation commits nothing
+  (``already_settled``).
+
+The target lives in a subdirectory ``sub/`` so that the ``unreadable`` row can be reached
+portably: ``sub`` replaced by a symlink (spec-phase3 §4.3 ``ancestor_not_directory``; never
+followed, §4.2) — here to a directory *outside* the workspace that holds exactly the
+expected-after bytes, so an observer that follows links (skips the confinement of §4.2)
+would wrongly complete the operation.
+
+Choices where the contract is silent: the clause compares codes and dispositions, never
+``detail`` prose; a parked bundle carries no outcome event, as spec-phase3 §5.2 says; an
+implementation that does not claim ``runtime.reconcile`` has every clause here *not claimed*.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from conformance.clauses import ClauseMismatch, clause, expect_equal, expect_ok
+from conformance.suite.test_runtime_crash import (
+    RUN_TIMEOUT,
+    crash_turn,
+    effect_lines,
+    label,
+    operation_id_of,
+    project,
+    release,
+    source_run,
+    workspace_dir,
+)
+
+#: What the crashed Write writes, and where (inside ``sub/``, which exists before the turn).
+TARGET_DIR, TARGET_NAME, CONTENT = "sub", "notes.txt", "port = 8080\n"
+TARGET = f"{TARGET_DIR}/{TARGET_NAME}"
+#: Bytes an outside writer puts there between the crash and the reconcile.
+OUTSIDE = b"port = 9999  # changed by hand after the crash\n"
+NEEDS = ("runtime.loop", "faults", "store")
+SPEC = "spec-phase3 §4.4; spec-phase3 §5.1; spec-phase3 §5.2; spec-phase3 §6; 30 §2.5"
+
+
+def write_script() -> dict[str, Any]:
+    return {"userMessage": "set the port", "protocol": "t1_after_preflight_v1", "steps": [
+        {"toolCalls": [{"id": "call-write", "name": "Write", "args": {"path": TARGET, "content": CONTENT}}]},
+        {"text": "done"},
+    ]}
+
+
+def edit_script(old: str, new: str) -> dict[str, Any]:
+    return {"userMessage": "set the port", "protocol": "t1_after_preflight_v1", "steps": [
+        {"toolCalls": [{"id": "call-edit", "name": "Edit", "args": {"path": TARGET, "old": old, "new": new}}]},
+        {"text": "done"},
+    ]}
+
+
+def crashed_write(maka: Any, tmp_path: Path, point: str, *, script: Mapping[str, Any] | None = None,
+                  before: bytes | None = None) -> tuple[str, dict[str, Any], str]:
+    """A workspace whose file tool (the Write of :func:`write_script` unless ``script``) was
+    killed at ``point``: (workspace, crashed run, operation id). ``before``: the target's bytes
+    before the turn (absent when ``None``)."""
+    workspace = workspace_dir(tmp_path)
+    (Path(workspace) / TARGET_DIR).mkdir()
+    if before is not None:
+        (Path(workspace) / TARGET).write_bytes(before)
+    crash_turn(maka, workspace, script or write_script(), point)
+    try:
+        run = source_run(project(maka, workspace))
+    finally:
+        release(maka, workspace)
+    dispatched = [operation_id_of(e) for e in run["events"] if label(e) == "dispatch"]
+    if len(dispatched) != 1 or not dispatched[0]:
+        raise ClauseMismatch(f"expected one dispatched Write after a kill at {point}",
+                             evidence={"events": [label(e) for e in run["events"]]})
+    return workspace, run, str(dispatched[0])
+
+
+def file_state(workspace: str) -> dict[str, Any]:
+    """Everything a finalize-only reconciler must leave alone: the target and its directory
+    (no link followed), with bytes, inode and mtime."""
+    state: dict[str, Any] = {}
+    for name in (TARGET_DIR, TARGET):
+        path = Path(workspace) / name
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            state[name] = None
+            continue
+        entry: dict[str, Any] = {"mode": info.st_mode, "ino": info.st_ino, "mtimeNs": info.st_mtime_ns,
+                                 "size": info.st_size}
+        if os.path.islink(path):
+            entry["link"] = os.readlink(path)
+        elif path.is_file():
+            entry["bytes"] = path.read_bytes().hex()
+        state[name] = entry
+    return state
+
+
+def reconcile(maka: Any, workspace: str, operation_id: str) -> dict[str, Any]:
+    result = expect_ok(maka.call("runtime.reconcile", {"workspace": workspace, "operationId": operation_id},
+                                 timeout=RUN_TIMEOUT), "runtime.reconcile")
+    items = [dict(i) for i in result.get("operations", []) if isinstance(i, Mapping)]
+    if len(items) != 1 or items[0].get("operationId") != operation_id:
+        raise ClauseMismatch("runtime.reconcile with an operationId must answer exactly that operation",
+                             evidence={"result": dict(result)})
+    return items[0]
+
+
+def recovery_facts(events: list[Mapping[str, Any]], operation_id: str) -> list[Mapping[str, Any]]:
+    """The ``toolRecovery`` facts of ``operation_id`` (spec 30 §2.5)."""
+    out = []
+    for event in events:
+        recovery = (event.get("actions") or {}).get("toolRecovery") if isinstance(event.get("actions"), Mapping) else None
+        if isinstance(recovery, Mapping) and (recovery.get("payload") or {}).get("operationId") == operation_id:
+            out.append(recovery)
+    return out
+
+
+def check_reconciled(maka: Any, workspace: str, crashed: Mapping[str, Any], operation_id: str,
+                     want: tuple[str, str | None, str | None], *, outside_change: Any = None) -> None:
+    """Reconcile the operation once and check item, files, effect log, bundle and idempotence.
+
+    ``want`` = (outcome, observation, reasonCode)."""
+    before_files, before_effects = file_state(workspace), effect_lines(workspace)
+    item = reconcile(maka, workspace, operation_id)
+    outcome, observation, reason = want
+    expect_equal([outcome, observation, reason], [item.get("outcome"), item.get("observation"), item.get("reasonCode")],
+                 what="runtime.reconcile [outcome, observation, reasonCode] (spec-phase3 §4.4)")
+    expect_equal(before_files, file_state(workspace),
+                 what="the target and its directory across runtime.reconcile (finalize only: spec-phase3 §5.1, §5.4)")
+    expect_equal(before_effects, effect_lines(workspace),
+                 what="the effect log across runtime.reconcile (a reconciler never runs a tool)")
+    run = source_run(project(maka, workspace), crashed["runId"])
+    prefix = [e["id"] for e in crashed["events"]]
+    expect_equal(prefix, [e["id"] for e in run["events"]][:len(prefix)],
+                 what="the committed prefix after runtime.reconcile (a bundle only appends)")
+    added = run["events"][len(prefix):]
+    decisions = [f["payload"] for f in recovery_facts(added, operation_id)
+                 if f.get("kind") == "maka.tool.recovery_decision"]
+    if outcome in ("completed", "parked"):
+        expect_equal([[outcome, reason]], [[d.get("disposition"), d.get("reasonCode")] for d in decisions],
+                     what="the recovery decisions the bundle committed (spec-phase3 §5.2)")
+        responses = [e for e in added if label(e) == "response"]
+        if outcome == "completed":
+            if len(responses) != 1 or (responses[0].get("content") or {}).get("name") != "Write":
+                raise ClauseMismatch("a completed bundle must carry exactly one outcome: the Write's function "
+                                     "response (spec-phase3 §5.2)", evidence={"added": added})
+        elif responses:
+            raise ClauseMismatch("a parked bundle carries no outcome event (spec-phase3 §5.2)", evidence={"added": added})
+    else:
+        expect_equal([], [e.get("id") for e in added], what=f"events committed by a {outcome} reconcile (must be none)")
+    again = reconcile(maka, workspace, operation_id)
+    if outcome in ("completed", "parked"):
+        expect_equal("already_settled", again.get("outcome"), what="a second runtime.reconcile of a settled operation")
+    after = source_run(project(maka, workspace), crashed["runId"])
+    expect_equal([e["id"] for e in run["events"]], [e["id"] for e in after["events"]],
+                 what="the run after a second runtime.reconcile (commits nothing)")
+    expect_equal(before_files, file_state(workspace), what="the target after a second runtime.reconcile")
+    release(maka, workspace)
+
+
+def _clause(cid: str, title: str, spec: str = SPEC) -> Any:
+    return clause(cid, spec=spec, capability="runtime.reconcile", needs=NEEDS, title=title)
+
+
+@_clause("RECONCILE-ROW-001", "a Write killed after its effect (P4) reconciles matches_expected_state into a "
+                              "completed bundle and the file is left untouched")
+def test_matches_expected_state_completes(maka: Any, tmp_path: Path) -> None:
+    workspace, crashed, op = crashed_write(maka, tmp_path, "P4")
+    if (Path(workspace) / TARGET).read_bytes() != CONTENT.encode():
+        raise ClauseMismatch("after a kill at P4 the Write's effect must be done (spec 20 §2 P4)")
+    check_reconciled(maka, workspace, crashed, op,
+                     ("completed", "matches_expected_state", "reconcile_matches_expected_state"))
+
+
+@_clause("RECONCILE-ROW-002", "a Write killed before its effect (P2) reconciles matches_prior_state: parked "
+                              "reconcile_matches_prior_state, never redone",
+         spec=SPEC + "; spec-phase3 §5.4")
+def test_matches_prior_state_parks(maka: Any, tmp_path: Path) -> None:
+    workspace, crashed, op = crashed_write(maka, tmp_path, "P2")
+    if (Path(workspace) / TARGET).exists():
+        raise ClauseMismatch("after a kill at P2 the Write must not have started (spec 20 §2 P2)")
+    check_reconciled(maka, workspace, crashed, op,
+                     ("parked", "matches_prior_state", "reconcile_matches_prior_state"))
+
+
+@_clause("RECONCILE-ROW-003", "a target changed from outside after the crash reconciles diverged: parked "
+                              "reconcile_diverged, the outside change kept byte for byte")
+def test_diverged_parks_and_keeps_the_outside_change(maka: Any, tmp_path: Path) -> None:
+    workspace, crashed, op = crashed_write(maka, tmp_path, "P4")
+    (Path(workspace) / TARGET).write_bytes(OUTSIDE)
+    check_reconciled(maka, workspace, crashed, op, ("parked", "diverged", "reconcile_diverged"))
+    expect_equal(OUTSIDE.hex(), (Path(workspace) / TARGET).read_bytes().hex(), what="the outside change")
+
+
+@_clause("RECONCILE-ROW-004", "a target whose directory became a symlink out of the workspace reconciles "
+                              "unreadable (ancestor_not_directory): parked reconcile_unreadable, the link never followed",
+         spec=SPEC + "; spec-phase3 §4.2; spec-phase3 §4.3")
+def test_unreadable_parks_without_following_links(maka: Any, tmp_path: Path) -> None:
+    workspace, crashed, op = crashed_write(maka, tmp_path, "P4")
+    outside = tmp_path / "outside"
+    os.rename(Path(workspace) / TARGET_DIR, outside)  # holds exactly the expected-after bytes
+    os.symlink(outside, Path(workspace) / TARGET_DIR)
+    check_reconciled(maka, workspace, crashed, op, ("parked", "unreadable", "reconcile_unreadable"))
+    expect_equal(CONTENT.encode().hex(), (outside / TARGET_NAME).read_bytes().hex(), what="the file outside the workspace")
+
+
+@_clause("RECONCILE-EVIDENCE-001", "an Edit whose text to replace is absent has no evidence (no expected-after "
+                                   "state); killed after T1 it is skipped with reconcile_no_evidence, nothing committed",
+         spec="spec-phase3 §1.1; spec-phase3 §5.1; spec-phase3 §5.3; spec-phase3 §6; 30 §2.5")
+def test_no_evidence_commits_nothing(maka: Any, tmp_path: Path) -> None:
+    # spec-phase3 §1.1 item 3: an Edit whose transform would fail MUST NOT get evidence, so
+    # every conforming runtime commits this T1 without it; after the crash it keeps parking.
+    workspace, crashed, op = crashed_write(maka, tmp_path, "P2", script=edit_script("port = 1234", "port = 8080"),
+                                           before=b"port = 80\n")
+    check_reconciled(maka, workspace, crashed, op, ("skipped", None, None))
+    item = reconcile(maka, workspace, op)
+    expect_equal("reconcile_no_evidence", item.get("code"), what="the code of a reconcile without evidence")
+    release(maka, workspace)
+
+
+@_clause("RECONCILE-REPAIR-001", "runtime.repair with reconcile: true reconciles the killed run's Write before "
+                                 "sealing it (completed), and a plain runtime.repair stays spec 20 §4",
+         spec="spec-phase3 §5.5; spec-phase3 §6; 20 §4.1")
+def test_repair_reconciles_when_asked(maka: Any, tmp_path: Path) -> None:
+    workspace, crashed, op = crashed_write(maka, tmp_path, "P4")
+    before_files = file_state(workspace)
+    repaired = expect_ok(maka.call("runtime.repair", {"workspace": workspace, "reconcile": True}, timeout=RUN_TIMEOUT),
+                         "runtime.repair")
+    run = source_run(project(maka, workspace), crashed["runId"])
+    decisions = [f["payload"] for f in recovery_facts(run["events"], op) if f.get("kind") == "maka.tool.recovery_decision"]
+    expect_equal([["completed", "reconcile_matches_expected_state"]],
+                 [[d.get("disposition"), d.get("reasonCode")] for d in decisions],
+                 what="the recovery decisions after runtime.repair with reconcile (spec-phase3 §5.5)")
+    if not repaired.get("repairs"):
+        raise ClauseMismatch("runtime.repair did not seal the killed run", evidence={"repair": dict(repaired)})
+    expect_equal(before_files, file_state(workspace), what="the target across runtime.repair with reconcile")
+    release(maka, workspace)
