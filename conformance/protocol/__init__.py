@@ -64,6 +64,11 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     # no operation: a promise about where and how the implementation keeps its durable files
     # (protocol §3), so that the crash lab may mount its power-loss filesystem there
     "faults.powerloss": (),
+    # spec-phase4 §10: the Git checkpoint carrier, and the checkpoint-mode run and gated resume
+    "workspace.checkpoint": (
+        "checkpoint.eligibility", "checkpoint.capture", "checkpoint.verify", "checkpoint.compare",
+        "checkpoint.restore", "checkpoint.list", "checkpoint.collect", "checkpoint.run_turn", "checkpoint.resume",
+    ),
 }
 
 #: Operation → its capability (``hello`` belongs to none).
@@ -80,7 +85,8 @@ _VECTOR_SCHEMA_URI = "https://maka-conformance.invalid/vectors/vector.schema.jso
 #: Operation family → the file holding its ``<op>.params`` / ``<op>.result`` definitions.
 _OPS_FILES = {"ledger": "ops.ledger.schema.json", "store": "ops.store.schema.json",
               "runtime": "ops.runtime.schema.json", "faults": "ops.faults.schema.json",
-              "batch": "ops.batch.schema.json"}
+              "batch": "ops.batch.schema.json",
+              "checkpoint": "ops.checkpoint.schema.json"}
 
 
 def load_schema(name: str) -> dict[str, Any]:

@@ -14,13 +14,15 @@ Modules (each small, private):
   ``tests/conformance/vectors/test_golden_vectors.py``);
 * :mod:`._store_ops`   ``store.*`` over ``RuntimeStore`` / ``AgentRunStore`` / ``inspect``;
 * :mod:`._runtime_ops` ``runtime.*`` over ``run_turn`` / ``repair_workspace`` / ``resume_session``;
+* :mod:`._checkpoint_ops` ``checkpoint.*`` over the Git carrier and ``maka_ref._boundary``'s
+  checkpoint-mode run and gated resume (spec-phase4 §10);
 * :mod:`._faults`      ``faults.arm`` and the failpoint announcement;
 * :mod:`._params`, :mod:`._errors` typed params and protocol error values.
 
 Nothing here imports ``conformance`` or ``crashlab``.
 
-May import: ``maka_ref._codec``, ``maka_ref._continuation``, ``maka_ref._durable``, ``maka_ref._inspect``,
-``maka_ref._ledger``, ``maka_ref._plan.phase0``, ``maka_ref._plan.prefix``,
+May import: ``maka_ref._boundary``, ``maka_ref._checkpoint``, ``maka_ref._codec``, ``maka_ref._continuation``, ``maka_ref._durable``, ``maka_ref._inspect``,
+``maka_ref._ledger``, ``maka_ref._plan.phase0``, ``maka_ref._plan.prefix``, ``maka_ref._reconcile``,
 ``maka_ref._repair``, ``maka_ref._runtime``, ``maka_ref._store``.
 """
 

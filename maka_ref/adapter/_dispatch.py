@@ -14,6 +14,7 @@ from maka_ref import MakaRefError, __version__
 from maka_ref._durable import sync_call
 from maka_ref._store.engine.faults import fault_of
 from maka_ref.adapter import _faults, _runtime_ops
+from maka_ref.adapter._checkpoint_ops import CHECKPOINT_OPERATIONS
 from maka_ref.adapter._errors import OpError, invalid_params
 from maka_ref.adapter._params import usable_path
 from maka_ref.adapter._ledger_ops import REQUIRED_KEYS, VECTOR_RUNNERS
@@ -58,6 +59,8 @@ CAPABILITIES: tuple[str, ...] = (
     # every durable file under the workspace it is given, made durable with plain POSIX calls:
     # the crash lab may run it on its power-loss filesystem (protocol §3, docs/crashlab-powerloss.md)
     "faults.powerloss",
+    # spec-phase4 §10: the Git checkpoint carrier and the checkpoint-mode run and resume
+    "workspace.checkpoint",
 )
 _RUNTIME_CAPABILITY = {"runtime.run_turn": "runtime.loop", "runtime.repair": "runtime.repair",
                        "runtime.resume": "runtime.continuation", "runtime.reconcile": "runtime.reconcile"}
@@ -102,6 +105,9 @@ class Dispatcher:
         for op, handler in _runtime_ops.RUNTIME_OPERATIONS.items():
             self.table[op] = (_RUNTIME_CAPABILITY[op], self._releasing(handler))
         self.table["faults.arm"] = ("faults", _faults.arm)
+        for op, handler in CHECKPOINT_OPERATIONS.items():
+            handle = self._releasing(handler) if op in ("checkpoint.run_turn", "checkpoint.resume") else handler
+            self.table[op] = ("workspace.checkpoint", handle)
         self.table["batch"] = ("", self.batch)
 
     def _releasing(self, handler: Handler) -> Handler:

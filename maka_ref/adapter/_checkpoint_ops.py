@@ -1,0 +1,158 @@
+"""``checkpoint.*``: the ``workspace.checkpoint`` capability (``docs/protocol.md`` §4.7,
+docs/spec-phase4.md §10).
+
+Why two kinds of operation under one capability:
+
+* the **carrier** operations (``capture``, ``verify``, ``compare``, ``restore``, ``list``,
+  ``collect``, ``eligibility``) are the Git carrier of spec-phase4 §3 exactly: they read no
+  facts and never resolve a workspace marker (a marker file would itself change the user's
+  worktree, which §3.9 forbids), so the harness names the workspace identity;
+* the **runtime** operations (``run_turn``, ``resume``) are ``maka-ref run --checkpoints`` and
+  ``maka-ref resume [--rebaseline]``: a turn with the §5.1 capture points, and a resume behind
+  the §6.2 gate — the only place that decides whether a workspace may be resumed (§3.1).
+
+Every failure is a §11 code (``CheckpointError`` and the boundary room's ``CommandError`` are
+both ``MakaRefError``-like values the dispatcher turns into error values).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Mapping
+
+from maka_ref.adapter._errors import OpError, invalid_params
+from maka_ref.adapter._params import opt_str, req_object, req_str, workspace
+from maka_ref.adapter._workspace import owned_workspace
+
+__all__ = ["CHECKPOINT_OPERATIONS"]
+
+Params = Mapping[str, Any]
+
+
+def _carrier() -> Any:
+    from maka_ref._boundary.capture import default_carrier
+
+    return default_carrier()
+
+
+def _coded(call: Callable[[], Any]) -> Any:
+    from maka_ref._checkpoint import CheckpointError
+
+    try:
+        return call()
+    except CheckpointError as error:
+        raise OpError(error.code, error.message, dict(error.details) or None) from None
+
+
+def eligibility(params: Params) -> dict[str, Any]:
+    return _coded(lambda: _carrier().eligibility(workspace(params)).as_json())
+
+
+def capture(params: Params) -> dict[str, Any]:
+    ws, identity = workspace(params), req_str(params, "workspaceIdentity")
+    result = _coded(lambda: _carrier().capture(ws, identity))
+    out: dict[str, Any] = {"checkpointRef": result.checkpoint_ref, "commitOid": result.commit_oid,
+                           "treeOid": result.tree_oid, "policyHash": result.policy_hash,
+                           "fileCount": result.file_count, "totalBytes": result.total_bytes}
+    if result.base_commit_oid is not None:
+        out["baseCommitOid"] = result.base_commit_oid
+    return out
+
+
+def verify(params: Params) -> dict[str, Any]:
+    ws, ref, policy = workspace(params), req_str(params, "checkpointRef"), req_str(params, "policyHash")
+    verified = _coded(lambda: _carrier().verify(ws, ref, policy))
+    return {"commitOid": verified.commit_oid, "treeOid": verified.tree_oid, "fileCount": verified.file_count,
+            "totalBytes": verified.total_bytes}
+
+
+def compare(params: Params) -> dict[str, Any]:
+    ws, ref, policy = workspace(params), req_str(params, "checkpointRef"), req_str(params, "policyHash")
+    drift = _coded(lambda: _carrier().compare(ws, ref, policy))
+    return drift.as_json()
+
+
+def restore(params: Params) -> dict[str, Any]:
+    ws, ref, policy = workspace(params), req_str(params, "checkpointRef"), req_str(params, "policyHash")
+    destination = req_str(params, "destination")
+    result = _coded(lambda: _carrier().restore(ws, ref, policy, destination))
+    return {"path": result.path, "commitOid": result.commit_oid, "treeOid": result.tree_oid,
+            "fileCount": result.file_count}
+
+
+def list_(params: Params) -> dict[str, Any]:
+    ws, identity = workspace(params), opt_str(params, "workspaceIdentity")
+    listed = _coded(lambda: _carrier().list(ws, identity))
+    items = []
+    for item in listed:
+        entry: dict[str, Any] = {"checkpointRef": item.checkpoint_ref, "commitOid": item.commit_oid}
+        if item.malformed:
+            entry["malformed"] = True
+        else:
+            entry["createdAtMs"] = item.created_at_ms
+        items.append(entry)
+    return {"checkpoints": items}
+
+
+def collect(params: Params) -> dict[str, Any]:
+    ws, identity = workspace(params), req_str(params, "workspaceIdentity")
+    live = params.get("liveRefs")
+    if not isinstance(live, list) or not all(isinstance(ref, str) for ref in live):
+        raise invalid_params("params.liveRefs must be an array of strings")
+    grace, now = params.get("graceSeconds"), params.get("nowMs")
+    if not isinstance(grace, (int, float)) or isinstance(grace, bool) or grace < 0:
+        raise invalid_params("params.graceSeconds must be a number >= 0")
+    if not isinstance(now, int) or isinstance(now, bool):
+        raise invalid_params("params.nowMs must be an integer")
+    result = _coded(lambda: _carrier().collect(ws, identity, live, grace_seconds=grace, now_ms=now))
+    return {"collected": list(result.collected), "kept": list(result.kept)}
+
+
+def run_turn(params: Params) -> dict[str, Any]:
+    """``maka-ref run --checkpoints``: B0/B1 captured and committed as boundary facts (§5.1)."""
+    from maka_ref._boundary.commands import run_with_checkpoints
+    from maka_ref._continuation.sidecar import write_script_sidecar
+    from maka_ref._runtime import ScriptError, load_script, new_seed
+
+    root = owned_workspace(workspace(params))
+    raw = req_object(params, "script")
+    try:
+        load_script(raw)
+    except ScriptError as exc:
+        error = invalid_params(f"params.script: {exc.message}")
+        error.details = {"code": exc.code}
+        raise error from None
+    seed = new_seed()
+    write_script_sidecar(os.path.realpath(root), f"run_{seed}", load_script(raw))
+    summary, report = run_with_checkpoints(root, raw, seed=seed)
+    out = summary.to_json()
+    out["workspaceCheckpoints"] = report
+    return out
+
+
+def resume(params: Params) -> dict[str, Any]:
+    """``maka-ref resume [--rebaseline]``: the §6.2 gate decides; the carrier only observes."""
+    from maka_ref._boundary.commands import resume_with_intent
+
+    root = owned_workspace(workspace(params))
+    intent = params.get("workspaceIntent", "none")
+    if intent not in ("none", "rebaseline"):
+        raise invalid_params('params.workspaceIntent must be "none" or "rebaseline"')
+    outcome, fact = resume_with_intent(root, opt_str(params, "sessionId"), intent=intent, flag=True)
+    out = outcome.to_json()
+    if fact is not None:
+        out["rebaseline"] = fact
+    return out
+
+
+CHECKPOINT_OPERATIONS: dict[str, Callable[[Params], dict[str, Any]]] = {
+    "checkpoint.eligibility": eligibility,
+    "checkpoint.capture": capture,
+    "checkpoint.verify": verify,
+    "checkpoint.compare": compare,
+    "checkpoint.restore": restore,
+    "checkpoint.list": list_,
+    "checkpoint.collect": collect,
+    "checkpoint.run_turn": run_turn,
+    "checkpoint.resume": resume,
+}
