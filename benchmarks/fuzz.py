@@ -13,7 +13,13 @@ In one run, over the same Hypothesis-generated ledgers (valid, corrupted, crash-
   in-process reference's — target ≥ 100/s;
 * **protocol, one at a time**: the same without ``batch`` (what a non-batching implementation gets);
 * **fuzz end to end**: ``run_fuzz`` on ledgers only (generation + both sides + comparison, one
-  batch per example) against the reference adapter, for the rate a real run sees.
+  batch per example) against the reference adapter, for the rate a real run sees, with
+  ``--search hypothesis`` (every example drawn by Hypothesis's engine);
+* issue 18 item 4, ``--search fast`` (``conformance._fuzz._fast``): **generate (fast)**, the
+  same strategies drawn by a seeded plain generator; **fast search in process**, generation +
+  the reference on both sides in this process + comparison (the search loop with no process
+  boundary) — target ≥ 1,000/s; **fuzz end to end, fast**: ``run_fuzz --search fast`` against
+  the adapter, ``B`` ledgers per ``batch`` round trip — target ≥ 300/s.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -91,9 +98,14 @@ def run(n: int, batch: int, seed: int) -> dict[str, Any]:
         single_s, single_bad = through(single, batch)
         single.close()
         t0 = time.perf_counter()
-        result = run_fuzz(FuzzConfig(examples=n, seed=seed, properties=("ledger",), report_dir=cwd + "/r"),
-                          io.StringIO())
+        result = run_fuzz(FuzzConfig(examples=n, seed=seed, properties=("ledger",), report_dir=cwd + "/r",
+                                     search="hypothesis"), io.StringIO())
         fuzz_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        fast = run_fuzz(FuzzConfig(examples=n, seed=seed, properties=("ledger",), report_dir=cwd + "/f",
+                                   search="fast", max_batch=batch * len(LEDGER_OPS)), io.StringIO())
+        fast_s = time.perf_counter() - t0
+    fast_generate, fast_in_process, fast_bad = _fast_in_process(n, seed, batch)
     return {
         "ledgers": n, "events": events, "meanEvents": round(events / max(1, n), 1), "batch": batch, "seed": seed,
         "python": platform.python_version(), "machine": platform.machine(),
@@ -104,7 +116,38 @@ def run(n: int, batch: int, seed: int) -> dict[str, Any]:
         "disagreements": batched_bad + single_bad,
         "fuzzEndToEndPerS": round(_rate(result.summary["properties"]["ledger"]["examples"], fuzz_s), 1),
         "fuzzExitCode": result.exit_code,
+        "fastGeneratePerS": round(_rate(n, fast_generate), 1),
+        "fastInProcessPerS": round(_rate(n, fast_in_process), 1), "fastInProcessDisagreements": fast_bad,
+        "fastEndToEndPerS": round(_rate(fast.summary["properties"]["ledger"]["examples"], fast_s), 1),
+        "fastExitCode": fast.exit_code,
+        "loadAverage": list(os.getloadavg()),
     }
+
+
+def _fast_in_process(n: int, seed: int, batch: int) -> tuple[float, float, int]:
+    """(seconds to draw ``n`` fast ledgers, seconds of the fast search loop in process —
+    drawing, both sides the in-process reference, comparing —, disagreements found)."""
+    import itertools
+
+    from conformance._fuzz._buckets import BucketTracker
+    from conformance._fuzz._fast import fast_cases, fast_ledger_search
+    from conformance._fuzz._ledgers import fuzz_ledgers, ledger_disagreements_many
+    from conformance._fuzz._targets import ReferenceTarget
+
+    strategy = fuzz_ledgers()
+    list(itertools.islice(fast_cases(strategy, seed + 1), 3))  # first-use costs (imports, caches)
+    t0 = time.perf_counter()
+    list(itertools.islice(fast_cases(strategy, seed), n))
+    generate = time.perf_counter() - t0
+    ref, other = ReferenceTarget(), ReferenceTarget()
+    tracker = BucketTracker()
+    t0 = time.perf_counter()
+    fast_ledger_search(strategy, seed, lambda cases: ledger_disagreements_many(cases, other, ref), tracker,
+                       examples=n, chunk=batch)
+    loop = time.perf_counter() - t0
+    ref.close()
+    other.close()
+    return generate, loop, sum(b.count for b in tracker.buckets.values())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,14 +164,20 @@ def main(argv: list[str] | None = None) -> int:
             ("reference in process (resolve + plan)", r["inProcessPerS"], "target >= 1000/s"),
             (f"adapter over the protocol, batch of {r['batch']}", r["protocolBatchedPerS"], "target >= 100/s"),
             ("adapter over the protocol, one request at a time", r["protocolSinglePerS"], ""),
-            ("fuzz end to end (ledgers only, vs the adapter)", r["fuzzEndToEndPerS"], "")]
+            ("fuzz end to end, --search hypothesis (vs the adapter)", r["fuzzEndToEndPerS"], ""),
+            ("generate (fast)", r["fastGeneratePerS"], ""),
+            ("fast search in process (generate + both sides + compare)", r["fastInProcessPerS"], "target >= 1000/s"),
+            (f"fuzz end to end, --search fast (vs the adapter, batch of {r['batch']})", r["fastEndToEndPerS"],
+             "target >= 300/s")]
     for name, rate, note in rows:
-        print(f"  {name:<52} {rate:>9.1f} ledgers/s  {note}")
-    print(f"  disagreements: {r['disagreements']} (must be 0: the reference against itself)")
+        print(f"  {name:<66} {rate:>9.1f} ledgers/s  {note}")
+    print(f"  disagreements: {r['disagreements'] + r['fastInProcessDisagreements']} (must be 0: the reference "
+          f"against itself); load average {', '.join('%.2f' % x for x in r['loadAverage'])}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(r, handle, indent=1)
-    return 0 if r["disagreements"] == 0 and r["fuzzExitCode"] == 0 else 1
+    ok = r["disagreements"] == 0 and r["fastInProcessDisagreements"] == 0
+    return 0 if ok and r["fuzzExitCode"] == 0 and r["fastExitCode"] == 0 else 1
 
 
 if __name__ == "__main__":

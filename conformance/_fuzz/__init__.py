@@ -17,6 +17,7 @@ Private modules (the CLI and the tests use these names; nothing here is a stable
 * :mod:`._buckets`   replay, search and per-bucket shrinking (:func:`~._buckets.run_bucketed`);
 * :mod:`._search`    the budget, :class:`Disagreement`; the self-fuzzer's one-failure search;
 * :mod:`._coverage`  the coverage of the spec's codes (:func:`~._coverage.measure_coverage`);
+* :mod:`._fast`      ``--search fast``: the same ledger strategies drawn by a seeded plain generator;
 * :mod:`._ledgers`   ledger strategies and the resolve/plan comparison;
 * :mod:`._schedules`, :mod:`._schedule_events` the write-schedule state machine;
 * :mod:`._targets`   the reference in process and the implementation over the protocol;

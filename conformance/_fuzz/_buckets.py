@@ -267,13 +267,16 @@ def shrink_limit(examples: int) -> int:
 
 
 def run_bucketed(make_test: MakeTest, check: Callable[[Any], list[Disagreement]], tracker: BucketTracker, *,
-                 database: Any, database_key: bytes, examples: int, steps: int | None = None) -> BucketedOutcome:
+                 database: Any, database_key: bytes, examples: int, steps: int | None = None,
+                 generate: bool = True) -> BucketedOutcome:
     """Replay, search and shrink (see the module docstring); never raises a disagreement.
 
     ``check(example)`` returns the example's disagreements (empty when both sides agree).
     ``database`` (``None``: none) keeps the minimal example of every bucket under
     ``database_key`` for the next run. Each bucket's shrink runs at most
     :func:`shrink_limit` examples (unless ``tracker.shrink_limit`` is set already).
+    ``generate=False`` skips the search phase (``fuzz --search fast`` replays the database
+    here and searches with its own generator).
     """
     from hypothesis import Phase
     from hypothesis.database import InMemoryExampleDatabase, choices_to_bytes
@@ -301,7 +304,7 @@ def run_bucketed(make_test: MakeTest, check: Callable[[Any], list[Disagreement]]
             if stopped is None and not _hits(exc) and not _nothing_ran(exc):
                 raise exc
     # 2. search
-    if stopped is None:
+    if stopped is None and generate:
         tracker.phase = "search"
         exc = run(make_test(_body(check, tracker, _NOTHING),
                             _settings(examples, None, (Phase.generate,), multiple=False, steps=steps), database_key))

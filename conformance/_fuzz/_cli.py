@@ -31,6 +31,10 @@ def add_parsers(sub: Any) -> None:
                    help="bundles, fuzz.json and (unless $MAKA_FUZZ_DB) the example database (default: %(default)s)")
     p.add_argument("--only", choices=("ledger", "schedule"), help="run one search only")
     p.add_argument("--no-batch", action="store_true", help="send requests one at a time (never the batch operation)")
+    p.add_argument("--search", choices=("fast", "hypothesis"), default="fast",
+                   help="how the ledger search generates: fast (seeded plain random draws of the same strategies, "
+                        "many ledgers per round trip; new buckets shrunk by event deletion) or hypothesis (every "
+                        "example drawn and shrunk by Hypothesis, minimal examples saved in the database); default fast")
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="deadline of each protocol request (default 30)")
     p.add_argument("--self", dest="self_fuzz", action="store_true",
                    help="fuzz the reference itself (arbitrary bytes and JSON into every entry point; "
@@ -76,7 +80,8 @@ def cmd_fuzz(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 2
     config = FuzzConfig(impl=args.impl, examples=examples, schedule_examples=args.schedules, seed=args.seed,
                         time_budget=args.time_budget, report_dir=args.report_dir, batch=not args.no_batch,
-                        timeout=args.timeout, properties=(args.only,) if args.only else ("ledger", "schedule"))
+                        timeout=args.timeout, properties=(args.only,) if args.only else ("ledger", "schedule"),
+                        search=args.search)
     result = run_fuzz(config, out)
     if result.interrupted:
         print(f"maka-conformance: interrupted: partial fuzz report in {os.path.join(args.report_dir, 'fuzz.json')}",

@@ -216,10 +216,21 @@ def _measure_into(coverage: GeneratorCoverage) -> Any:
     return body
 
 
+def _draw_fast(strategy: Any, examples: int, seed: int, body: Any) -> None:
+    """:func:`_draw` with ``fuzz --search fast``'s generator (:mod:`._fast`)."""
+    import itertools
+
+    from conformance._fuzz._fast import fast_cases
+
+    for _, case in itertools.islice(fast_cases(strategy, seed), examples):
+        body(case)
+
+
 def measure_coverage(examples: int = 1000, seed: int = 0,
-                     generators: Sequence[str] = tuple(GENERATORS)) -> CoverageReport:
+                     generators: Sequence[str] = tuple(GENERATORS), search: str = "hypothesis") -> CoverageReport:
     """Draw ``examples`` examples of each of ``generators`` (names of :data:`GENERATORS`) with
-    ``seed`` and count the codes the reference's answers reach (see the module docstring)."""
+    ``seed`` and count the codes the reference's answers reach (see the module docstring).
+    ``search="fast"`` draws them as ``fuzz --search fast`` does."""
     from conformance._fuzz._ledgers import fuzz_ledgers
 
     unknown = [g for g in generators if g not in GENERATORS]
@@ -228,7 +239,8 @@ def measure_coverage(examples: int = 1000, seed: int = 0,
     report = CoverageReport(seed, examples, {})
     for name in generators:
         report.generators[name] = GeneratorCoverage(name)
-        _draw(fuzz_ledgers(GENERATORS[name]), examples, seed, _measure_into(report.generators[name]))
+        draw = _draw_fast if search == "fast" else _draw
+        draw(fuzz_ledgers(GENERATORS[name]), examples, seed, _measure_into(report.generators[name]))
     return report
 
 

@@ -40,10 +40,11 @@ from conformance._fuzz._search import Budget
 from conformance._fuzz._targets import ProtocolTarget, ReferenceTarget, command_line
 from conformance.protocol import OPERATIONS
 
-__all__ = ["DB_ENV", "FuzzConfig", "FuzzResult", "database_path", "hypothesis_home", "run_fuzz"]
+__all__ = ["DB_ENV", "SEARCH_MODES", "FuzzConfig", "FuzzResult", "database_path", "hypothesis_home", "run_fuzz"]
 
 DB_ENV = "MAKA_FUZZ_DB"
 PROPERTIES = ("ledger", "schedule")
+SEARCH_MODES = ("fast", "hypothesis")
 
 
 @dataclass
@@ -61,6 +62,10 @@ class FuzzConfig:
     max_batch: int = 256
     timeout: float = 30.0
     steps: int = 20
+    #: How the ledger search generates: ``"fast"`` (seeded plain random draws of the same
+    #: strategies, many ledgers per round trip, :mod:`._fast`) or ``"hypothesis"`` (every
+    #: example drawn by Hypothesis's engine, shrunk by its shrinker).
+    search: str = "fast"
 
 
 @dataclass
@@ -88,6 +93,8 @@ def database_path(report_dir: str, explicit: str | None = None) -> str:
 
 #: The example database key of each search (its saved minimal examples, one per bucket).
 _DB_KEYS = {"ledger": b"maka-fuzz:ledger:v2", "schedule": b"maka-fuzz:schedule:v2"}
+#: ``--search fast``'s minimal ledgers: JSON (``kind``, ``events``, ``highWater``), no choice sequence.
+_FAST_DB_KEY = b"maka-fuzz:ledger-fast:v1"
 
 
 def _claimed_ledger_ops(handshake: Mapping[str, Any] | None) -> tuple[list[str], list[str]]:
@@ -120,8 +127,84 @@ def _ledger_search(config: FuzzConfig, seed: int, db: Any, impl: Any, ref: Any, 
         test._hypothesis_internal_database_key = key
         return test
 
-    return run_bucketed(make_test, lambda case: ledger_disagreements(case, impl, ref, ops), tracker,
-                        database=db, database_key=_DB_KEYS["ledger"], examples=config.examples)
+    check = lambda case: ledger_disagreements(case, impl, ref, ops)  # noqa: E731
+    if config.search != "fast":
+        return run_bucketed(make_test, check, tracker, database=db, database_key=_DB_KEYS["ledger"],
+                            examples=config.examples)
+    return _fast_ledger_search(config, seed, db, impl, ref, ops, tracker, make_test, check)
+
+
+def _fast_ledger_search(config: FuzzConfig, seed: int, db: Any, impl: Any, ref: Any, ops: Sequence[str],
+                        tracker: BucketTracker, make_test: Any, check: Callable[[Any], Any]) -> BucketedOutcome:
+    """``--search fast``: Hypothesis replays (and shrinks) what its database saved as before;
+    the fast mode's own saved ledgers (JSON, under :data:`_FAST_DB_KEY`) are re-checked; then
+    :func:`~._fast.fast_ledger_search` generates, many ledgers per round trip; each bucket's
+    smallest case is shrunk by event deletion (:func:`~._fast.shrink_case`) and saved for the
+    next run (an entry that no longer disagrees is deleted)."""
+    from conformance._fuzz._buckets import bucket_key, shrink_limit
+    from conformance._fuzz._fast import fast_ledger_search, shrink_case
+    from conformance._fuzz._ledgers import LedgerCase, fuzz_ledgers, ledger_disagreements_many
+    from conformance._fuzz._search import OutOfTime
+
+    replayed = run_bucketed(make_test, check, tracker, database=db, database_key=_DB_KEYS["ledger"],
+                            examples=config.examples, generate=False)
+    if replayed.stopped is not None:
+        return replayed
+    known = set(tracker.buckets)
+    saved: dict[Any, tuple[Any, bytes]] = {}
+    tracker.phase = "replay"
+    try:
+        for raw in list(db.fetch(_FAST_DB_KEY)) if db is not None else ():
+            tracker.start_example()
+            try:
+                data = json.loads(raw)
+                case = LedgerCase(str(data["kind"]), list(data["events"]), data.get("highWater"))
+            except (ValueError, KeyError, TypeError):  # unreadable (another version): forgotten
+                db.delete(_FAST_DB_KEY, raw)
+                continue
+            found = check(case)
+            if not found:  # fixed: forgotten
+                db.delete(_FAST_DB_KEY, raw)
+            for d in found:
+                tracker.record(d, None)
+                saved.setdefault(bucket_key(d), (case, raw))
+    except OutOfTime:
+        return BucketedOutcome(list(tracker.buckets.values()), tracker.examples, tracker.shrink_examples, "time budget")
+    chunk = max(1, config.max_batch // max(1, len(ops))) if config.batch else 1
+    smallest, stopped = fast_ledger_search(fuzz_ledgers(), seed,
+                                           lambda cases: ledger_disagreements_many(cases, impl, ref, ops),
+                                           tracker, examples=config.examples, chunk=chunk)
+    for key, (case, _) in saved.items():
+        smallest.setdefault(key, case)
+    tracker.phase = "shrink"
+
+    def counted(case: Any) -> Any:
+        tracker.shrink_examples += 1
+        return check(case)
+
+    for key, bucket in tracker.buckets.items():
+        if key in known or key not in smallest:
+            continue
+        final_case = smallest[key]
+        if stopped is not None:
+            bucket.shrink = f"not shrunk (stopped by the {stopped})" if stopped == "time budget" else "not shrunk (interrupted)"
+        else:
+            try:
+                final_case, final, bucket.shrink = shrink_case(smallest[key], key, counted,
+                                                               limit=shrink_limit(config.examples),
+                                                               budget=tracker.budget)
+            except KeyboardInterrupt:
+                bucket.shrink, stopped = "stopped: interrupted", "interrupted"
+                final = None
+            if final is not None:
+                bucket.final = final
+        if db is not None:  # the next run re-checks it first
+            entry = json.dumps({"kind": final_case.kind, "events": final_case.events,
+                                "highWater": final_case.high_water}, ensure_ascii=True, sort_keys=True).encode()
+            db.save(_FAST_DB_KEY, entry)
+            if key in saved and saved[key][1] != entry:
+                db.delete(_FAST_DB_KEY, saved[key][1])
+    return BucketedOutcome(list(tracker.buckets.values()), tracker.examples, tracker.shrink_examples, stopped)
 
 
 def _schedule_search(config: FuzzConfig, seed: int, db: Any, impl: Any, ref: Any, budget: Budget,
@@ -264,6 +347,9 @@ def run_fuzz(config: FuzzConfig, out: TextIO | None = None) -> FuzzResult:
     seed = config.seed if config.seed is not None else secrets.randbelow(2**32)
     result = FuzzResult(seed)
     print(f"maka-conformance fuzz: seed {seed} (re-run with --seed {seed})", file=out, flush=True)
+    if config.search not in SEARCH_MODES:
+        result.harness_error = f"unknown search mode {config.search!r}; expected one of {list(SEARCH_MODES)}"
+        return result
     unknown = set(config.properties) - set(PROPERTIES)
     if unknown:
         result.harness_error = f"unknown properties {sorted(unknown)}; expected some of {list(PROPERTIES)}"
@@ -279,7 +365,7 @@ def run_fuzz(config: FuzzConfig, out: TextIO | None = None) -> FuzzResult:
     ref = ReferenceTarget()
     started = time.monotonic()
     leave_search_environment = enter_search_environment(report_dir, db_dir)
-    summary: dict[str, Any] = {"seed": seed, "implementation": {"command": command}, "database": db_dir,
+    summary: dict[str, Any] = {"seed": seed, "search": config.search, "implementation": {"command": command}, "database": db_dir,
                                "properties": {}}
     interrupted = False
     try:

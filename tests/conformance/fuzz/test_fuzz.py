@@ -316,7 +316,10 @@ def test_ctrl_c_stops_the_run_and_still_writes_every_bucket_found(tmp_path: Path
 
     monkeypatch.setattr(ReferenceTarget, "run", interrupted_at_the_40th_example)
     out = io.StringIO()
-    result = run_fuzz(FuzzConfig(impl=TWO_BUGS, examples=1000, seed=1, report_dir=str(tmp_path)), out)
+    # one reference call per example is the Hypothesis mode's (``--search fast`` checks 128
+    # ledgers per call; its own Ctrl-C test is in test_fast.py)
+    result = run_fuzz(FuzzConfig(impl=TWO_BUGS, examples=1000, seed=1, report_dir=str(tmp_path),
+                                 search="hypothesis"), out)
     assert result.exit_code == 130 and result.interrupted  # issue 13: SIGINT exits 130, report partial
     summary = json.loads((tmp_path / "fuzz.json").read_text(encoding="utf-8"))
     assert summary["interrupted"] is True
