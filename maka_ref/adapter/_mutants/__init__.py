@@ -10,18 +10,19 @@ in the normal code path refers to it. The interface is stable: ``MUTANTS`` (name
 
 Modules, one per layer: :mod:`.codec`, :mod:`.resolver`, :mod:`.phase0`, :mod:`.store`,
 :mod:`.runtime`, :mod:`.continuation`, :mod:`.crash`, :mod:`.checkpoint` (Phase 4, layers
-``runtime`` and ``continuation``); :mod:`.powerloss` holds the crash layer's
+``runtime`` and ``continuation``), :mod:`.reconcile` (Phase 3,
+layer ``runtime``); :mod:`.powerloss` holds the crash layer's
 mutants that only a power cut can kill (issue 15 item 3).
 
 May import: ``maka_ref._boundary``, ``maka_ref._checkpoint``, ``maka_ref._codec``, ``maka_ref._ledger``, ``maka_ref._plan.phase0``,
-``maka_ref._plan.prefix``, ``maka_ref._runtime``, ``maka_ref._store.agent_runs``,
+``maka_ref._plan.prefix``, ``maka_ref._reconcile``, ``maka_ref._runtime``, ``maka_ref._store.agent_runs``,
 ``maka_ref._store.engine``, ``maka_ref._store.errors``, ``maka_ref._store.insert``,
 ``maka_ref._store.legacy``.
 """
 
 from __future__ import annotations
 
-from maka_ref.adapter._mutants import checkpoint, codec, continuation, crash, phase0, powerloss, resolver, runtime, store  # noqa: F401 (registration)
+from maka_ref.adapter._mutants import checkpoint, codec, continuation, crash, phase0, powerloss, reconcile, resolver, runtime, store  # noqa: F401 (registration)
 from maka_ref.adapter._mutants._registry import LAYERS, MUTANTS, Mutant
 
 __all__ = ["LAYERS", "MUTANTS", "Mutant", "apply", "names", "render_list"]

@@ -1,0 +1,119 @@
+"""Phase 3 reconciler mutants (spec-phase3 §4.2, §4.4, §5.1–§5.4): each breaks one promise of
+the finalize-only reconciler and is killed by a ``RECONCILE-*`` clause
+(``conformance/suite/test_reconcile.py``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from maka_ref.adapter._mutants._patch import replace, wrap
+from maka_ref.adapter._mutants._registry import mutant
+
+_RECONCILER = "maka_ref._repair.reconcile"
+
+
+@mutant("runtime-reconcile-rewrites-file", layer="runtime", spec="spec-phase3 §5.1; §5.4", family="RECONCILE-ROW-001",
+        keyword="RECONCILE-ROW-001")
+def apply_rewrites_file() -> None:
+    """After a completed reconcile the reconciler "finalizes" by writing the target again (its
+    own bytes, through a temporary file and a rename) instead of only committing facts.
+
+    spec-phase3 §5.1: the reconciler never writes, renames, deletes or re-modes a file — a
+    rewrite races any writer that came after the crash (rename is no compare-and-swap, §5.4).
+    Killed by RECONCILE-ROW-001 (the target's inode and mtime must not change)."""
+
+    def factory(original: Any) -> Any:
+        def reconcile_operation(store: Any, root: Any, operation_id: str, *, clock: Any) -> Any:
+            result = original(store, root, operation_id, clock=clock)
+            if result.outcome == "completed":
+                evidence = store.read_tool_evidence(operation_id)
+                target = Path(root) / evidence.target_path
+                data = target.read_bytes()
+                temporary = target.with_name(target.name + ".maka-rewrite")
+                temporary.write_bytes(data)
+                os.replace(temporary, target)  # the mutation: finalize by rewriting
+            return result
+        return reconcile_operation
+
+    wrap(_RECONCILER, "reconcile_operation", factory)
+
+
+@mutant("runtime-reconcile-prior-state-completes", layer="runtime", spec="spec-phase3 §4.4; §5.4", family="RECONCILE-ROW-002",
+        keyword="RECONCILE-ROW-002")
+def apply_prior_state_completes() -> None:
+    """A file still in its ``before`` state is classified as if the effect had happened: the
+    operation is finalized ``completed`` with the evidence's result.
+
+    spec-phase3 §4.4 row 3: ``matches_prior_state`` parks ``reconcile_matches_prior_state``; a
+    completed decision would tell the model a Write happened that never did. Killed by
+    RECONCILE-ROW-002."""
+    from maka_ref._reconcile import Classification
+
+    def factory(original: Any) -> Any:
+        def classify(evidence: Any, observed: Any) -> Any:
+            verdict = original(evidence, observed)
+            if verdict.observation == "matches_prior_state":  # the mutation
+                return Classification("matches_expected_state", "completed", "reconcile_matches_expected_state", False)
+            return verdict
+        return classify
+
+    wrap(_RECONCILER, "classify", factory)
+
+
+@mutant("runtime-reconcile-observer-follows-links", layer="runtime", spec="spec-phase3 §4.2; §4.3",
+        family="RECONCILE-ROW-004", keyword="RECONCILE-ROW-004")
+def apply_observer_follows_links() -> None:
+    """The observer opens directories and the target without ``O_NOFOLLOW``: it skips the
+    confinement check and observes whatever a symlink on the way points at, even outside the
+    workspace.
+
+    spec-phase3 §4.2/§4.3: a link on the way is ``unreadable`` (``ancestor_not_directory``),
+    never followed. Killed by RECONCILE-ROW-004 (a directory swapped for a link to an outside
+    copy holding the expected-after bytes would be wrongly completed)."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    observer = "maka_ref._reconcile.observer"
+    import importlib
+
+    module = importlib.import_module(observer)
+    replace(observer, "_DIR_FLAGS", module._DIR_FLAGS & ~nofollow)
+    replace(observer, "_FILE_FLAGS", module._FILE_FLAGS & ~nofollow)
+
+
+@mutant("runtime-reconcile-bundle-without-evidence", layer="runtime", spec="spec-phase3 §1.1; §5.1 step 2; §5.3",
+        family="RECONCILE-EVIDENCE-001", keyword="RECONCILE-EVIDENCE-001")
+def apply_bundle_without_evidence() -> None:
+    """An unsettled operation without evidence is finalized anyway: the reconciler commits a
+    completed bundle with a made-up result instead of leaving it to park.
+
+    spec-phase3 §5.1 step 2 and §5.3: without evidence nothing can be observed against, so
+    nothing is committed (``reconcile_no_evidence``). Killed by RECONCILE-EVIDENCE-001."""
+    import importlib
+
+    reconciler = importlib.import_module(_RECONCILER)
+
+    def factory(original: Any) -> Any:
+        def reconcile_operation(store: Any, root: Any, operation_id: str, *, clock: Any) -> Any:
+            result = original(store, root, operation_id, clock=clock)
+            events = store.read_tool_t1_events(operation_id)
+            if result.code != "reconcile_no_evidence" or events is None:
+                return result
+            call, dispatch = events
+            content = call.get("content") or {}
+            invented = SimpleNamespace(  # the mutation: a bundle with no evidence behind it
+                operation_id=operation_id, provider_tool_call_id=content.get("id"), tool_name=content.get("name"),
+                call_event_id=call["id"], dispatch_event_id=dispatch["id"],
+                to_json=lambda: {"result": {"path": (content.get("args") or {}).get("path"), "replacements": 1}},
+            )
+            reconcile, decision, outcome = reconciler._bundle(
+                invented, call, "matches_expected_state", "sha256:" + "0" * 64,
+                ("completed", "reconcile_matches_expected_state"), max(clock(), int(dispatch["ts"])),
+            )
+            store.commit_tool_recovery_bundle(operation_id, reconcile, decision, outcome)
+            return reconciler.ReconcileResult(operation_id, "completed", "matches_expected_state",
+                                              "reconcile_matches_expected_state")
+        return reconcile_operation
+
+    wrap(_RECONCILER, "reconcile_operation", factory)
