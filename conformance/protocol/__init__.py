@@ -66,6 +66,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "faults.powerloss": (),
     # spec-phase4 §10: the Git checkpoint carrier, and the checkpoint-mode run and gated resume
     "workspace.checkpoint": (
+        "checkpoint.policy_hash", "checkpoint.boundary_encode", "checkpoint.boundary_decode",
         "checkpoint.eligibility", "checkpoint.capture", "checkpoint.verify", "checkpoint.compare",
         "checkpoint.restore", "checkpoint.list", "checkpoint.collect", "checkpoint.run_turn", "checkpoint.resume",
     ),

@@ -312,3 +312,70 @@ def test_orphans_are_collected(maka: Any, tmp_path: Path) -> None:
     expect_equal([orphan], list(old["collected"]), what="collected after the grace period")
     expect_equal([live], maka_refs(ws), what="refs under refs/maka/ after collection")
     expect_untouched(before, ws, "checkpoint.collect")
+
+
+#: spec-phase4 §1.2's worked example: the exact canonical bytes of a boundary.
+EXAMPLE = ('{"checkpointPolicyHash":"sha256:1111111111111111111111111111111111111111111111111111111111111111",'
+           '"checkpointRef":"refs/maka/checkpoints/123e4567-e89b-42d3-a456-426614174000/1767225600000-'
+           '0123456789abcdef0123456789abcdef","immutableRuntimeDigest":"sha256:22222222222222222222222222222222'
+           '22222222222222222222222222222222","immutableRuntimeHighWater":7,"workspaceEpoch":1,'
+           '"workspaceIdentity":"workspace:v1:123e4567-e89b-42d3-a456-426614174000"}')
+#: spec-phase4 §2.5: the reference's default policy document and its pinned hash (a policy any
+#: implementation can hash: §2.4 fixes the function, not the implementation's own defaults).
+DEFAULT_POLICY = {
+    "attributes": "reject_conversion", "emptyDirectories": "not_recorded",
+    "excludedPaths": [".maka-effects.jsonl", ".maka-workspace.json", ".maka/", "runtime.sqlite",
+                      "runtime.sqlite-journal", "runtime.sqlite-shm", "runtime.sqlite-wal"],
+    "executableBit": "recorded", "ignoreRules": "gitignore_files_and_info_exclude", "ignoredFiles": "excluded",
+    "maxFileBytes": 104857600, "maxFiles": 100000, "maxTotalBytes": 2147483648, "pathEncoding": "utf8_required",
+    "protocol": "maka_checkpoint_policy_v1", "specialFiles": "not_recorded", "submodules": "reject",
+    "symlinks": "recorded_as_links", "trackedFiles": "worktree_content", "untrackedFiles": "included_unless_ignored",
+}
+DEFAULT_POLICY_HASH = "sha256:ab23d8c63ab28bcb66cec95a5d51d191a3b21ab579c6058ba3b6eb96386c5eca"
+
+
+def _pure(maka: Any, op: str, params: Mapping[str, Any]) -> Any:
+    return call_on(maka, op, params)
+
+
+@clause("CHECKPOINT-CODEC-001", spec="spec-phase4 §1.1, §1.2, §2.4, §2.5, §12 items 1–5", capability=CAP,
+        title="the boundary codec round-trips the canonical bytes and rejects bad boundaries at the offending key; "
+              "the policy hash is the pinned value and changes with any limit; a bad policy is refused")
+def test_codec_and_policy_hash_vectors(maka: Any) -> None:
+    import json
+
+    decoded = expect_ok(_pure(maka, "checkpoint.boundary_decode", {"text": EXAMPLE}), "checkpoint.boundary_decode")
+    boundary = dict(decoded["boundary"])
+    expect_equal(json.loads(EXAMPLE), boundary, what="the §1.2 example decoded")
+    encoded = expect_ok(_pure(maka, "checkpoint.boundary_encode", {"boundary": boundary}), "checkpoint.boundary_encode")
+    expect_equal(EXAMPLE, encoded["canonical"], what="the §1.2 example re-encoded (byte-identical)")
+    bad: list[tuple[str, Any, str]] = [
+        ("an extra key", {**boundary, "extra": 1}, "/extra"),
+        ("workspaceEpoch 0", {**boundary, "workspaceEpoch": 0}, "/workspaceEpoch"),
+        ("workspaceEpoch true", {**boundary, "workspaceEpoch": True}, "/workspaceEpoch"),
+        ("workspaceEpoch 1.5", {**boundary, "workspaceEpoch": 1.5}, "/workspaceEpoch"),
+        ('workspaceEpoch "1"', {**boundary, "workspaceEpoch": "1"}, "/workspaceEpoch"),
+        ("workspaceEpoch 2^53", {**boundary, "workspaceEpoch": 2 ** 53}, "/workspaceEpoch"),
+        ("checkpointRef refs/heads/main", {**boundary, "checkpointRef": "refs/heads/main"}, "/checkpointRef"),
+        ("a ref with 12 digits", {**boundary, "checkpointRef": boundary["checkpointRef"].replace("/1767225600000-", "/176722560000-")},
+         "/checkpointRef"),
+        ("not an object", [], ""),
+    ]
+    for what, value, pointer in bad:
+        for op, params in (("checkpoint.boundary_encode", {"boundary": value}),
+                           ("checkpoint.boundary_decode", {"text": json.dumps(value)})):
+            reply = _pure(maka, op, params)
+            expect_code(reply, ("invalid_workspace_boundary",), f"{op} of a boundary with {what} (§12 items 4–5)")
+            found = ((reply.error or {}).get("details") or {}).get("detail")
+            expect_equal(pointer, found, what=f"{op}: the JSON pointer of {what} (§1.2)")
+    hashed = expect_ok(_pure(maka, "checkpoint.policy_hash", {"policy": DEFAULT_POLICY}), "checkpoint.policy_hash")
+    expect_equal(DEFAULT_POLICY_HASH, hashed["policyHash"], what="the hash of the §2.5 policy (§12 item 1)")
+    other = expect_ok(_pure(maka, "checkpoint.policy_hash", {"policy": {**DEFAULT_POLICY, "maxFiles": 100001}}),
+                      "checkpoint.policy_hash")
+    if other["policyHash"] == DEFAULT_POLICY_HASH:
+        raise ClauseMismatch("maxFiles one higher gives the same policy hash (spec-phase4 §2.4, §12 item 1)")
+    paths = DEFAULT_POLICY["excludedPaths"]
+    for what, excluded in (("unsorted", list(reversed(paths))), ("duplicated", paths + paths[-1:]),
+                           ("absolute", ["/etc"] + paths), ("with ..", paths + ["x/../y"])):
+        reply = _pure(maka, "checkpoint.policy_hash", {"policy": {**DEFAULT_POLICY, "excludedPaths": excluded}})
+        expect_code(reply, ("invalid_checkpoint_policy",), f"a policy with excludedPaths {what} (§12 item 2)")

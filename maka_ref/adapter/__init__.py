@@ -21,7 +21,8 @@ Modules (each small, private):
 
 Nothing here imports ``conformance`` or ``crashlab``.
 
-May import: ``maka_ref._boundary``, ``maka_ref._checkpoint``, ``maka_ref._codec``, ``maka_ref._continuation``, ``maka_ref._durable``, ``maka_ref._inspect``,
+May import: ``maka_ref._boundary``, ``maka_ref._checkpoint``, ``maka_ref._codec``, ``maka_ref._continuation``, ``maka_ref._durable``, ``maka_ref._events``,
+``maka_ref._inspect``,
 ``maka_ref._ledger``, ``maka_ref._plan.phase0``, ``maka_ref._plan.prefix``, ``maka_ref._reconcile``,
 ``maka_ref._repair``, ``maka_ref._runtime``, ``maka_ref._store``.
 """

@@ -44,6 +44,44 @@ def _coded(call: Callable[[], Any]) -> Any:
         raise OpError(error.code, error.message, dict(error.details) or None) from None
 
 
+def policy_hash(params: Params) -> dict[str, Any]:
+    """§2.4 (pure): the hash of a §2.1 policy document, or ``invalid_checkpoint_policy``."""
+    from maka_ref._checkpoint import decode_policy
+    from maka_ref._checkpoint import policy_hash as hash_of
+
+    if "policy" not in params:
+        raise invalid_params("params.policy is required")
+    return {"policyHash": _coded(lambda: hash_of(decode_policy(params["policy"])))}
+
+
+def boundary_encode(params: Params) -> dict[str, Any]:
+    """§1.2 (pure): the canonical text of a boundary, or ``invalid_workspace_boundary``."""
+    from maka_ref._events.boundary import encode_workspace_boundary
+
+    if "boundary" not in params:
+        raise invalid_params("params.boundary is required")
+    return {"canonical": _pointed(lambda: encode_workspace_boundary(params["boundary"]))}
+
+
+def boundary_decode(params: Params) -> dict[str, Any]:
+    """§1.2 (pure): the boundary a text holds, or ``invalid_workspace_boundary`` with a pointer."""
+    from maka_ref._codec import thaw
+    from maka_ref._events.boundary import decode_workspace_boundary
+
+    text = req_str(params, "text")
+    return {"boundary": thaw(_pointed(lambda: decode_workspace_boundary(text)))}
+
+
+def _pointed(call: Callable[[], Any]) -> Any:
+    """§1.2: the pointer is ``details.detail`` even when it is ``""`` (the object itself)."""
+    from maka_ref._events.boundary import WorkspaceBoundaryError
+
+    try:
+        return call()
+    except WorkspaceBoundaryError as error:
+        raise OpError(error.code, error.message, {"detail": error.pointer}) from None
+
+
 def eligibility(params: Params) -> dict[str, Any]:
     return _coded(lambda: _carrier().eligibility(workspace(params)).as_json())
 
@@ -146,6 +184,9 @@ def resume(params: Params) -> dict[str, Any]:
 
 
 CHECKPOINT_OPERATIONS: dict[str, Callable[[Params], dict[str, Any]]] = {
+    "checkpoint.policy_hash": policy_hash,
+    "checkpoint.boundary_encode": boundary_encode,
+    "checkpoint.boundary_decode": boundary_decode,
     "checkpoint.eligibility": eligibility,
     "checkpoint.capture": capture,
     "checkpoint.verify": verify,

@@ -71,6 +71,9 @@ def test_capture_verify_list_restore_collect_round_trip(repo: Path, tmp_path: Pa
      "restore_target_invalid"),
     ("checkpoint.collect", {"workspaceIdentity": "ws_x", "liveRefs": "no", "graceSeconds": 0, "nowMs": 0}, "invalid_params"),
     ("checkpoint.resume", {"workspaceIntent": "restore-please"}, "invalid_params"),
+    ("checkpoint.boundary_decode", {"text": "[]"}, "invalid_workspace_boundary"),
+    ("checkpoint.boundary_encode", {}, "invalid_params"),
+    ("checkpoint.policy_hash", {"policy": {"protocol": "maka_checkpoint_policy_v1"}}, "invalid_checkpoint_policy"),
 ])
 def test_bad_input_gets_a_stable_code(repo: Path, op: str, params: dict[str, Any], code: str) -> None:
     response = _call(Dispatcher(), op, {"workspace": str(repo), **params})
