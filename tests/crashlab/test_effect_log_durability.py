@@ -11,8 +11,9 @@ order of the calls in-process.
 
 How: ``os.fsync`` / ``os.fdatasync`` are wrapped to record which file (device and inode) each
 sync reaches and what the effect log held at that moment; a ``sys.addaudithook`` hook records
-every Python-level ``open`` / ``os.mkdir`` / ``os.rename`` / ``os.remove`` of the tool's target
-(its temporary file included). The first such event is the start of the side effect. The
+every Python-level ``open`` for writing / ``os.mkdir`` / ``os.rename`` / ``os.remove`` of the tool's
+target (its temporary file included). The first such event is the start of the side effect (a
+read-only open, such as the Phase 3 evidence read of the before-state, is not). The
 expectation comes from the protocol, not from the runtime: a sync of the effect log holding
 the operation's line, and (when the log was just created) a sync of the workspace directory,
 both strictly before that start. The last test plants the bug (the line written, no fsync)
@@ -59,14 +60,30 @@ def _touches_target(args: tuple[Any, ...]) -> str | None:
     return None
 
 
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def _writes(event: str, args: tuple[Any, ...]) -> bool:
+    """Whether the event can change the file: every mkdir/rename/remove/truncate, and an
+    ``open`` for writing. Since Phase 3 a writing tool reads its target's before-state for the
+    T1 evidence (docs/spec-phase3.md §1) before the effect-log line exists; that read is not
+    the start of its side effect."""
+    if event != "open":
+        return True
+    mode, flags = (args + (None, None))[1:3]
+    if isinstance(mode, str):
+        return any(c in mode for c in "wax+")
+    return isinstance(flags, int) and bool(flags & _WRITE_FLAGS)
+
+
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    """Record the tool's touches of its target (the side effect's start)."""
+    """Record the tool's touches of its target, each marked writing or not."""
     if not _ACTIVE or event not in ("open", "os.mkdir", "os.rename", "os.remove", "os.truncate"):
         return
     trace = _ACTIVE[-1]
     path = _touches_target(args[:2] if event == "os.rename" else args[:1])
     if path is not None:
-        trace.events.append(("touch", (event, path)))
+        trace.events.append(("touch", (event, path, _writes(event, args))))
 
 
 sys.addaudithook(_audit)  # audit hooks cannot be removed; inactive unless a trace is active
@@ -118,6 +135,10 @@ def expect_line_durable_before_effect(trace: _Trace, log_before: bytes | None) -
     dir_id = (os.stat(ws).st_dev, os.stat(ws).st_ino)
     touches = [i for i, (kind, _) in enumerate(trace.events) if kind == "touch"]
     assert touches, f"the tool never touched {TARGET}: {trace.events}"
+    writes = [i for i in touches if trace.events[i][1][2]]
+    # The effect starts at the first write of the target; a tool that only reads (Read) starts
+    # at its first read. Earlier reads of a writing tool are the runtime's own evidence reads.
+    touches = writes or touches
     before = [value for kind, value in trace.events[: touches[0]] if kind == "sync"]
     log_syncs = [held for ident, held in before if ident == log_id]
     assert any(held is not None and held.endswith(line) and held.startswith(previous) for held in log_syncs), (
