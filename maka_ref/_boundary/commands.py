@@ -100,11 +100,7 @@ def checkpoint_list(workspace: str, carrier: GitCheckpointCarrier | None = None)
     named = live_refs(root)
     items = []
     for item in listed:
-        entry: dict[str, Any] = {"checkpointRef": item.checkpoint_ref, "commitOid": item.commit_oid}
-        if item.malformed:
-            entry["malformed"] = True
-        else:
-            entry["createdAtMs"] = item.created_at_ms
+        entry = item.to_json()
         entry["facts"] = named.get(item.checkpoint_ref, [])
         entry["orphan"] = not entry["facts"]
         items.append(entry)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from maka_ref._checkpoint.failure import CheckpointError
 from maka_ref._checkpoint.git import Git
@@ -61,6 +61,15 @@ class ListedCheckpoint:
     @property
     def malformed(self) -> bool:
         return self.created_at_ms is None
+
+    def to_json(self) -> dict[str, Any]:
+        """The listing's wire and CLI form: ``malformed`` instead of a creation time."""
+        entry: dict[str, Any] = {"checkpointRef": self.checkpoint_ref, "commitOid": self.commit_oid}
+        if self.created_at_ms is None:
+            entry["malformed"] = True
+        else:
+            entry["createdAtMs"] = self.created_at_ms
+        return entry
 
 
 @dataclass(frozen=True, slots=True)

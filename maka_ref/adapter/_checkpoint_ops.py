@@ -121,15 +121,7 @@ def restore(params: Params) -> dict[str, Any]:
 def list_(params: Params) -> dict[str, Any]:
     ws, identity = workspace(params), opt_str(params, "workspaceIdentity")
     listed = _coded(lambda: _carrier().list(ws, identity))
-    items = []
-    for item in listed:
-        entry: dict[str, Any] = {"checkpointRef": item.checkpoint_ref, "commitOid": item.commit_oid}
-        if item.malformed:
-            entry["malformed"] = True
-        else:
-            entry["createdAtMs"] = item.created_at_ms
-        items.append(entry)
-    return {"checkpoints": items}
+    return {"checkpoints": [item.to_json() for item in listed]}
 
 
 def collect(params: Params) -> dict[str, Any]:
