@@ -44,11 +44,10 @@ _DECLARATION = re.compile(r"^May import:\s*(.*?)(?:\n\s*\n|\Z)", re.M | re.S)
 
 @dataclass(frozen=True)
 class Room:
-    """A package (``is_package``) or a module that stands as a room of its own."""
+    """A package (listed in ``Architecture.packages`` too) or a module that stands as a room of
+    its own."""
 
     name: str
-    path: Path
-    is_package: bool
     summary: str
     declared: tuple[str, ...] | None  # ``May import:`` of a package; None when absent
 
@@ -90,7 +89,7 @@ class Architecture:
                 problems.append(f"{name}: its __init__ docstring has no 'May import:' paragraph")
                 continue
             for target, importers in sorted(self.external_imports(name).items()):
-                if not any(target == d or _within(target, d) for d in room.declared):
+                if not any(_within(target, d) for d in room.declared):
                     problems.append(f"{name} imports {target} (from {', '.join(sorted(importers))}) "
                                     f"but 'May import:' does not declare it")
         return problems
@@ -237,18 +236,18 @@ def scan(source_root: Path, houses: Sequence[str] = HOUSES) -> Architecture:
     for name, path in modules.items():
         if path.name == "__init__.py":
             doc = ast.get_docstring(trees[name]) or ""
-            packages[name] = Room(name, path.parent, True, _summary(doc), _declared(doc))
+            packages[name] = Room(name, _summary(doc), _declared(doc))
     has_subpackages = {p for p in packages if any(_ancestor_of(p, q) for q in packages)} | set(houses)
     rooms: dict[str, Room] = dict(packages)
     room_of: dict[str, str] = {}
-    for name, path in modules.items():
+    for name in modules:
         if name in packages:
             room_of[name] = name
             continue
         parent = name.rpartition(".")[0]
         if parent in has_subpackages:
             doc = ast.get_docstring(trees[name]) or ""
-            rooms[name] = Room(name, path, False, _summary(doc), None)
+            rooms[name] = Room(name, _summary(doc), None)
             room_of[name] = name
         else:
             room_of[name] = parent
@@ -278,13 +277,13 @@ def _summary(doc: str) -> str:
 
 
 def render_picture(arch: Architecture) -> str:
-    """Rooms by layer (top = imports the most), one column per house; nested rooms indented by path."""
+    """Rooms by layer (top = imports the most), one column per house; a nested room is labelled
+    by its path inside the house (``_store.engine``)."""
     layers = arch.layers()
-    leaf_rooms = list(arch.rooms)
-    top = max(layers[r] for r in leaf_rooms)
-    columns = [h for h in HOUSES if any(_within(r, h) for r in leaf_rooms)]
+    top = max(layers.values())
+    columns = [h for h in HOUSES if any(_within(r, h) for r in arch.rooms)]
     cells: dict[tuple[int, str], list[str]] = {}
-    for room in leaf_rooms:
+    for room in arch.rooms:
         house = room.split(".")[0]
         label = room if room == house else room[len(house) + 1:]
         cells.setdefault((layers[room], house), []).append(label)
