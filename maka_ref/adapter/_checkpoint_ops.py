@@ -1,4 +1,4 @@
-"""``checkpoint.*``: the ``workspace.checkpoint`` capability (``docs/protocol.md`` §4.7,
+"""``checkpoint.*``: the ``workspace.checkpoint`` capability (``docs/protocol.md`` §4.6,
 docs/spec-phase4.md §10).
 
 Why two kinds of operation under one capability:
@@ -29,10 +29,22 @@ __all__ = ["CHECKPOINT_OPERATIONS"]
 Params = Mapping[str, Any]
 
 
-def _carrier() -> Any:
-    from maka_ref._boundary.capture import default_carrier
+def _carrier(params: Params | None = None) -> Any:
+    """The reference carrier, its §8 steps wired to the failpoint registry (``faults.arm``).
 
-    return default_carrier()
+    With ``params.policy`` (spec-phase4 §10.2 ``policy?``) it holds that §2.1 document instead
+    of the default one: the harness passes small limits to reach the §3.3 check 17 codes and
+    the limit reasons of ``checkpoint_policy_violation`` without writing gigabytes. A bad
+    document is ``invalid_checkpoint_policy``, before anything is read.
+    """
+    from maka_ref._boundary.capture import carrier_failpoints, default_carrier
+
+    if params is None or "policy" not in params:
+        return default_carrier()
+    from maka_ref._checkpoint import GitCheckpointCarrier, decode_policy
+
+    policy = _coded(lambda: decode_policy(params["policy"]))
+    return GitCheckpointCarrier(policy=policy, on_step=carrier_failpoints)
 
 
 def _coded(call: Callable[[], Any]) -> Any:
@@ -83,12 +95,12 @@ def _pointed(call: Callable[[], Any]) -> Any:
 
 
 def eligibility(params: Params) -> dict[str, Any]:
-    return _coded(lambda: _carrier().eligibility(workspace(params)).as_json())
+    return _coded(lambda: _carrier(params).eligibility(workspace(params)).as_json())
 
 
 def capture(params: Params) -> dict[str, Any]:
     ws, identity = workspace(params), req_str(params, "workspaceIdentity")
-    result = _coded(lambda: _carrier().capture(ws, identity))
+    result = _coded(lambda: _carrier(params).capture(ws, identity))
     out: dict[str, Any] = {"checkpointRef": result.checkpoint_ref, "commitOid": result.commit_oid,
                            "treeOid": result.tree_oid, "policyHash": result.policy_hash,
                            "fileCount": result.file_count, "totalBytes": result.total_bytes}
@@ -99,21 +111,21 @@ def capture(params: Params) -> dict[str, Any]:
 
 def verify(params: Params) -> dict[str, Any]:
     ws, ref, policy = workspace(params), req_str(params, "checkpointRef"), req_str(params, "policyHash")
-    verified = _coded(lambda: _carrier().verify(ws, ref, policy))
+    verified = _coded(lambda: _carrier(params).verify(ws, ref, policy))
     return {"commitOid": verified.commit_oid, "treeOid": verified.tree_oid, "fileCount": verified.file_count,
             "totalBytes": verified.total_bytes}
 
 
 def compare(params: Params) -> dict[str, Any]:
     ws, ref, policy = workspace(params), req_str(params, "checkpointRef"), req_str(params, "policyHash")
-    drift = _coded(lambda: _carrier().compare(ws, ref, policy))
+    drift = _coded(lambda: _carrier(params).compare(ws, ref, policy))
     return drift.as_json()
 
 
 def restore(params: Params) -> dict[str, Any]:
     ws, ref, policy = workspace(params), req_str(params, "checkpointRef"), req_str(params, "policyHash")
     destination = req_str(params, "destination")
-    result = _coded(lambda: _carrier().restore(ws, ref, policy, destination))
+    result = _coded(lambda: _carrier(params).restore(ws, ref, policy, destination))
     return {"path": result.path, "commitOid": result.commit_oid, "treeOid": result.tree_oid,
             "fileCount": result.file_count}
 
