@@ -172,6 +172,13 @@ class CapturingProvider:
     require_checkpoint_mode: bool = False
     #: The session's mode, read once (it never changes during a run, §5.1).
     _mode: bool | None = None
+    #: Where ``runtime.sqlite`` lives when it is not ``root`` (a continuation working in an
+    #: isolated restore's destination keeps the store where it was, §7.2, §14).
+    store_root: str | None = None
+    #: Take ``root`` and ``identity`` from the running run's header (``cwd``,
+    #: ``workspaceIdentity``) at the first capture point: a continuation's working directory is
+    #: known only once the plan named it.
+    from_header: bool = False
 
     def next_step(self, history: Sequence[Any]) -> Any:
         if history:
@@ -191,7 +198,9 @@ class CapturingProvider:
         if self.require_checkpoint_mode and self._mode is False:
             return  # not a checkpoint-mode session: no store opened per provider call
         run = {key: str(first[key]) for key in ("sessionId", "invocationId", "runId", "turnId")}
-        store = RuntimeStore.open(self.root)
+        if self.from_header:
+            self._adopt_header(run["sessionId"], run["runId"])
+        store = RuntimeStore.open(self.store_root or self.root)
         try:
             if self.require_checkpoint_mode and self._mode is None:
                 with store.read() as conn:
@@ -207,6 +216,18 @@ class CapturingProvider:
                 self.failures.append(CaptureFailure(error.code, str(error), run["runId"], len(events)))
         finally:
             store.close()
+
+
+    def _adopt_header(self, session_id: str, run_id: str) -> None:
+        from maka_ref._store.agent_runs.store import AgentRunStore
+
+        runs = AgentRunStore.open(self.store_root or self.root)
+        try:
+            header = runs.read_run(session_id, run_id)
+        finally:
+            runs.close()
+        self.root, self.identity = str(header["cwd"]), str(header["workspaceIdentity"])
+        self.from_header = False
 
 
 def default_carrier() -> GitCheckpointCarrier:

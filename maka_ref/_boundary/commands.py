@@ -186,8 +186,9 @@ def make_workspace_gate(carrier: GitCheckpointCarrier | None = None) -> Any:
     the_carrier = carrier or default_carrier()
 
     def gate(world: Any, session_id: str, source_run_id: str) -> Any:
-        gate.workspace = str(world.root)  # type: ignore[attr-defined]
-        root = str(world.root)
+        # the session's directory: the store's, or an isolated restore's destination (§7.2)
+        root = str(world.read_session_cwd(session_id))
+        gate.workspace = root  # type: ignore[attr-defined]
         try:
             result = check_workspace_boundary(
                 world.store, session_id, source_run_id, root, the_carrier,
@@ -205,16 +206,23 @@ def make_workspace_gate(carrier: GitCheckpointCarrier | None = None) -> Any:
 
 
 def resume_with_intent(root: str, session_id: str | None = None, *, intent: str = "none",
-                       carrier: GitCheckpointCarrier | None = None, **kwargs: Any) -> tuple[Any, dict[str, Any] | None]:
-    """``resume_session`` behind the §6.2 gate (``intent="none"``), or a rebaseline (§7.1,
-    ``intent="rebaseline"``). Returns the outcome and, for a rebaseline that committed, its
-    fact's payload."""
+                       destination: str | None = None, carrier: GitCheckpointCarrier | None = None,
+                       **kwargs: Any) -> tuple[Any, dict[str, Any] | None]:
+    """``resume_session`` behind the §6.2 gate (``intent="none"``), a rebaseline (§7.1,
+    ``intent="rebaseline"``) or an isolated restore into ``destination`` (§7.2,
+    ``intent="restore"``). Returns the outcome and, for a transition that committed, its fact's
+    payload. A bad destination is refused before anything is planned or claimed
+    (:class:`CommandError` with the §3.6 step 1 code)."""
     from maka_ref._boundary.transition import Rebaseline
     from maka_ref._continuation import resume_session
 
     the_carrier = carrier or default_carrier()
     if "provider" not in kwargs:
         kwargs["provider"] = _continuation_provider(root, the_carrier, kwargs.get("script"))
+    if intent == "restore":
+        return _resume_restoring(root, session_id, destination, the_carrier, **kwargs)
+    if destination is not None:
+        raise CommandError("invalid_workspace_intent", "a destination is only meaningful for an isolated restore")
     if intent == "none":
         gate = make_workspace_gate(the_carrier)
         return resume_session(root, session_id, workspace_gate=gate,
@@ -233,6 +241,26 @@ def resume_with_intent(root: str, session_id: str | None = None, *, intent: str 
             "workspace_rebaseline_identity_mismatch", "rebaseline binds the current directory only; "
             "another directory needs an isolated restore"))
     return outcome, rebaseline.fact
+
+
+def _resume_restoring(root: str, session_id: str | None, destination: str | None, carrier: GitCheckpointCarrier,
+                      **kwargs: Any) -> tuple[Any, dict[str, Any] | None]:
+    """§7.2: check the destination (§3.6 step 1, nothing written), then plan, gate, authorize,
+    claim and — inside the start's transaction — restore and commit the ``restored`` fact."""
+    from maka_ref._boundary.transition import IsolatedRestore
+    from maka_ref._continuation import resume_session
+
+    if not isinstance(destination, str) or not destination:
+        raise CommandError("restore_target_invalid", "an isolated restore needs a destination directory")
+    workspace = workspace_path(root)
+    try:
+        carrier.check_restore_target(workspace, destination)
+    except CheckpointError as error:
+        raise _carrier_error(error) from None
+    restore = IsolatedRestore(workspace, destination, carrier)
+    outcome = resume_session(root, session_id, workspace_gate=restore.gate, start_transition=restore,
+                             authorize_transition=restore.authorize, **kwargs)
+    return outcome, restore.fact
 
 
 def checkpoint_collect(workspace: str, grace_seconds: float = DEFAULT_GRACE_SECONDS, *,
@@ -294,5 +322,6 @@ def _continuation_provider(root: str, carrier: GitCheckpointCarrier, script: Any
         start = (history[-1].get("actions") or {}).get("continuationStart")
         return ScriptedProvider(read_script_sidecar(path, str(start["immediateSource"]["runId"])))
 
+    # the run's own header says where it works (the store's directory, or a restore's destination)
     return CapturingProvider(None, path, identity.identity, carrier, make_inner=make_inner,
-                             require_checkpoint_mode=True)
+                             require_checkpoint_mode=True, store_root=path, from_header=True)

@@ -20,8 +20,9 @@ from maka_ref._events.boundary import decode_boundary_fact
 __all__ = ["READ_ONLY_TOOLS", "BoundaryRef", "breaks_coverage", "current_boundary", "first_uncovered", "lineage_runs"]
 
 #: The reference host's read-only tools (spec-phase4 §5.1: "a tool the host does not declare
-#: read-only" mutates). Of ``maka_ref._runtime.tools.TOOLS`` only ``read`` writes nothing.
-READ_ONLY_TOOLS: Final = frozenset({"read"})
+#: read-only" mutates). Of ``maka_ref._runtime.tools.TOOLS`` only ``Read`` writes nothing (the
+#: catalog's exact name: a lowercase ``read`` matched no tool, so every Read call broke coverage).
+READ_ONLY_TOOLS: Final = frozenset({"Read"})
 
 
 @dataclass(frozen=True, slots=True)

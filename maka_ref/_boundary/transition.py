@@ -1,4 +1,13 @@
-"""The rebaseline transition — "continue from the current files" (spec-phase4 §6.3, §7.1, §7.3).
+"""The two workspace transitions: rebaseline — "continue from the current files" — and isolated
+restore — "continue from the checkpoint, elsewhere" (spec-phase4 §6.3, §7.1–§7.3, §8).
+
+Both are objects handed to ``resume_session``: ``gate`` (the §6.3 disposition checks, after the
+Phase 1 plan), and the object itself as ``start_transition`` (called inside the
+continuation-start's transaction to insert the fact at seq 2; ``committed()`` right after that
+transaction is the §8 point ``after_workspace_transition_committed``). The isolated restore also
+has ``authorize``: it moves the continuation to the destination before the claim is taken.
+
+Rebaseline.
 
 Order (§7.1): the Phase 1 plan and the durable claim come first (``resume_session``); the §6.2
 checks (a)–(c), (e), (f) replace the full list, and only the park reasons §6.3 lists may be
@@ -13,27 +22,69 @@ tree and the new one, sorted by UTF-8 bytes, at most 1000; ``affectedPathsComple
 when the previous tree cannot be read (its artifact is missing or corrupt: every file must be
 reread, §4.2) or the list is truncated.
 
-Not done here (stated): the model notice of §7.1 step 5 (the scripted provider reads no
-notices), and isolated restore as a transition (§7.2; ``checkpoint restore`` materializes only).
+Isolated restore (§7.2). Order: the Phase 1 plan; the §6.2 checks (a)–(d) and (g) (a failed (d)
+is ``workspace_restore_not_covering``: restoring B's tree would undo effects the history says
+happened); ``authorize`` — the continuation's safety snapshot gets the destination's identity and
+the world reports the destination as the session's cwd, so the durable claim's target header
+names where the continuation will run (``cwd`` = destination, ``workspaceIdentity`` = the new
+one); the claim (spec 20 §3.10); then, inside the start's transaction, the carrier restores
+(§3.6: ``after_restore_materialized``, ``after_restore_published``), the destination's identity
+is resolved (spec 20 §6.2: a new marker) and the ``maka.workspace.restored`` fact is inserted.
+
+Why the new identity is drawn before the destination exists: the claim is taken before the
+restore (a loser of the claim never restores, §9) and its target header must already hold the
+identity the continuation runs under. The id is a fresh random v4 UUID; §6.2 publishes it as
+the destination's marker, and the identity is re-read from disk: anything else there (a marker
+someone wrote meanwhile) refuses the transition with ``workspace_identity_changed`` and the
+start does not commit.
+
+Store/cwd split (docs/spec-phase4.md §14): the store stays where it is (the original workspace's
+``runtime.sqlite``, effect log, sidecars — the runtime's own files, excluded from every
+checkpoint, §2.5); the continuation's header records the destination as its ``cwd`` and the
+tools act there. The user's files, index and refs in the original directory are not touched.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from maka_ref._boundary.capture import ref_resolver
-from maka_ref._boundary.gate import check_workspace_boundary
+from maka_ref._boundary.capture import checkpoint_failpoint, ref_resolver
+from maka_ref._boundary.gate import check_workspace_boundary, verify_code
 from maka_ref._checkpoint import CheckpointError, GitCheckpointCarrier
-from maka_ref._events.boundary import AFFECTED_PATHS_MAX, REBASELINED_KIND
+from maka_ref._errors import MakaRefError
+from maka_ref._events.boundary import AFFECTED_PATHS_MAX, REBASELINED_KIND, RESTORED_KIND
 from maka_ref._events.encode import encode_runtime_event
 from maka_ref._plan.continuation.shapes import park
 from maka_ref._store.reads import read_immutable_prefix
 from maka_ref._store.workspace.boundary import current_epoch, insert_boundary_fact
 from maka_ref._store.workspace.identity import resolve_workspace_identity
 
-__all__ = ["REBASELINE_ALLOWED", "Rebaseline", "affected_paths"]
+__all__ = [
+    "AFTER_TRANSITION_COMMITTED",
+    "REBASELINE_ALLOWED",
+    "IsolatedRestore",
+    "Rebaseline",
+    "TransitionRefused",
+    "affected_paths",
+]
+
+#: spec-phase4 §8: after the start + transition transaction, before the provider call.
+AFTER_TRANSITION_COMMITTED = "after_workspace_transition_committed"
+
+
+class TransitionRefused(MakaRefError):
+    """A transition refused inside the start's transaction (nothing commits): ``code`` is the
+    carrier's (§11.2) or ``workspace_identity_changed``; ``details`` as the carrier gave them."""
+
+    def __init__(self, code: str, message: str, details: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.details = dict(details or {})
+
 
 #: §6.3: the park reasons a user may rebaseline.
 REBASELINE_ALLOWED = frozenset({
@@ -74,6 +125,7 @@ class Rebaseline:
         """§6.3: refused unless (a)–(c), (e), (f) pass and the full check's reason is rebaselinable
         (a workspace that passes every check may be rebaselined too: nothing changed, so the
         new boundary lists no affected path — a choice, §6.3 is silent)."""
+        self.workspace = world.read_session_cwd(session_id)  # the lineage's directory (a restore moves it)
         resolve = lambda path: resolve_workspace_identity(path).identity
         full = check_workspace_boundary(world.store, session_id, source_run_id, self.workspace, self.carrier, resolve)
         self.checks = full
@@ -85,6 +137,13 @@ class Rebaseline:
             return park(full.reason, full.message, full.detail)
         self.previous = full.boundary
         return None
+
+    def __call__(self, conn: Any, start: Mapping[str, Any]) -> None:
+        self.start_transition(conn, start)
+
+    def committed(self) -> None:
+        """§8 ``after_workspace_transition_committed``."""
+        checkpoint_failpoint(AFTER_TRANSITION_COMMITTED)
 
     def start_transition(self, conn: Any, start: Mapping[str, Any]) -> None:
         """Inside the start's transaction: capture, build and insert the rebaselined fact."""
@@ -116,3 +175,90 @@ class Rebaseline:
         insert_boundary_fact(conn, encode_runtime_event(event), start["ts"],
                              ref_resolver(self.carrier, self.workspace, identity, captured.commit_oid))
         self.fact = payload
+
+
+def _fact_event(start: Mapping[str, Any], suffix: str, kind: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    run_id = start["runId"]
+    return {
+        "id": f"{run_id}_{suffix}", "sessionId": start["sessionId"], "invocationId": start["invocationId"],
+        "runId": run_id, "turnId": start["turnId"], "ts": start["ts"], "partial": False, "role": "system",
+        "author": "system", "actions": {"workspaceBoundary": {"kind": kind, "version": 1, "payload": dict(payload)}},
+    }
+
+
+@dataclass
+class IsolatedRestore:
+    """The gate, the authorization and the start transition of one isolated restore (§7.2)."""
+
+    #: The lineage's current directory (re-read from the world by ``gate``): the checkpoint's repository.
+    workspace: str
+    #: Absolute, not existing, outside the workspace (§3.6 step 1; checked before the claim).
+    destination: str
+    carrier: GitCheckpointCarrier
+    new_workspace_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    source: Mapping[str, Any] | None = None
+    fact: dict[str, Any] | None = None
+
+    @property
+    def new_identity(self) -> str:
+        return f"workspace:v1:{self.new_workspace_id}"
+
+    def gate(self, world: Any, session_id: str, source_run_id: str) -> Any:
+        """§6.3: (a)–(d) from the facts, then (g) on the artifact; (e), (f), (h) are not asked —
+        the destination is a new directory holding exactly the checkpoint's tree."""
+        self.workspace = world.read_session_cwd(session_id)
+        resolve = lambda path: resolve_workspace_identity(path).identity
+        checks = check_workspace_boundary(world.store, session_id, source_run_id, self.workspace, self.carrier,
+                                          resolve, stop_after="d")
+        if not checks.checkpoint_mode:
+            return park("workspace_checkpoint_unavailable", "the session has no workspace boundary to restore")
+        if checks.check == "d":
+            return park("workspace_restore_not_covering", "restoring the boundary's tree would undo effects the "
+                        "history records after it; rebaseline instead", dict(checks.detail))
+        if checks.reason is not None:
+            return park(checks.reason, checks.message, dict(checks.detail))
+        boundary = checks.boundary
+        assert boundary is not None
+        try:
+            self.carrier.verify(self.workspace, boundary["checkpointRef"], boundary["checkpointPolicyHash"])
+        except CheckpointError as error:
+            return park(verify_code(error), error.message, {"code": error.code, **error.details})
+        self.source = boundary
+        return None
+
+    def authorize(self, world: Any, continuation: Any) -> Any:
+        """§7.2 step 5, before the claim: the continuation runs in the destination, under the new
+        identity (the transition fact committed with its start is what authorizes the move)."""
+        world.transition_workspace = (self.destination, self.new_identity)
+        snapshot = dataclasses.replace(continuation.safety_snapshot, workspace_identity=self.new_identity)
+        return dataclasses.replace(continuation, safety_snapshot=snapshot)
+
+    def __call__(self, conn: Any, start: Mapping[str, Any]) -> None:
+        """Inside the start's transaction: restore, resolve the destination, insert the fact."""
+        source = self.source
+        assert source is not None
+        ref, policy = source["checkpointRef"], source["checkpointPolicyHash"]
+        try:
+            restored = self.carrier.restore(self.workspace, ref, policy, self.destination)
+        except CheckpointError as error:
+            raise TransitionRefused(error.code, error.message, error.details) from None
+        identity = resolve_workspace_identity(restored.path, new_workspace_id=self.new_workspace_id).identity
+        if identity != self.new_identity:
+            raise TransitionRefused("workspace_identity_changed", "the destination got another identity than the "
+                                    "one the claim names", {"expected": self.new_identity, "actual": identity})
+        session_id = start["sessionId"]
+        prefix = read_immutable_prefix(conn, session_id, start["runId"], 1)
+        boundary = {
+            "workspaceIdentity": identity, "workspaceEpoch": current_epoch(conn, session_id) + 1,
+            "immutableRuntimeHighWater": 1, "immutableRuntimeDigest": prefix.prefix_digest,
+            "checkpointRef": ref, "checkpointPolicyHash": policy,
+        }
+        payload = {"protocol": "workspace_restored_v1", "from": dict(source), "boundary": boundary}
+        event = _fact_event(start, "workspace_restored", RESTORED_KIND, payload)
+        insert_boundary_fact(conn, encode_runtime_event(event), start["ts"],
+                             ref_resolver(self.carrier, self.workspace, source["workspaceIdentity"], restored.commit_oid))
+        self.fact = payload
+
+    def committed(self) -> None:
+        """§8 ``after_workspace_transition_committed``."""
+        checkpoint_failpoint(AFTER_TRANSITION_COMMITTED)

@@ -150,6 +150,12 @@ class GitCheckpointCarrier:
                                          expected_policy_hash=expected_policy_hash)
             return materialize(repository, git, verified, target, on_step=self.on_step)
 
+    def check_restore_target(self, workspace: str, destination: str) -> str:
+        """§3.6 step 1 alone (writes nothing): the checked destination, or the step's code. A
+        runtime asks before it claims a continuation that will restore there (spec-phase4 §7.2)."""
+        with self._session(workspace) as (repository, _):
+            return check_destination(repository, destination)
+
     def list(self, workspace: str, workspace_identity: str | None = None) -> tuple[ListedCheckpoint, ...]:
         """§3.8: the namespace's refs (one identity's, when given), sorted by name."""
         uuid = identity_uuid(workspace_identity) if workspace_identity is not None else None

@@ -1,5 +1,5 @@
 """``maka-ref checkpoint list|verify|restore|collect|rebaseline`` and the Phase 4 options of ``run`` and
-``resume`` (docs/spec-phase4.md §3.5, §3.6, §3.8, §5.1, §6.2, §7.1): parsing and printing only,
+``resume`` (docs/spec-phase4.md §3.5, §3.6, §3.8, §5.1, §6.2, §7.1, §7.2): parsing and printing only,
 over :mod:`maka_ref._boundary.commands`.
 
 Exit codes (stable): 0 a result was printed; 2 refused or bad input — one JSON document
@@ -98,12 +98,13 @@ def run_checkpoint(args: argparse.Namespace, out: TextIO, emit: Callable[[Any, T
 
 
 def run_resume(workspace: str, session: str | None, intent: str, out: TextIO,
-               emit: Callable[[Any, TextIO], None]) -> int:
-    """``resume`` behind the §6.2 gate, or a rebaseline; exit 0 continued, 3 parked."""
+               emit: Callable[[Any, TextIO], None], *, destination: str | None = None) -> int:
+    """``resume`` behind the §6.2 gate, a rebaseline or an isolated restore into
+    ``destination``; exit 0 continued, 3 parked, 2 refused (a bad destination: the §3.6 code)."""
     from maka_ref._boundary.commands import resume_with_intent
 
     try:
-        outcome, fact = resume_with_intent(workspace, session, intent=intent)
+        outcome, fact = resume_with_intent(workspace, session, intent=intent, destination=destination)
     except MakaRefError as error:
         raise _refused(error) from None
     document = outcome.to_json()

@@ -85,7 +85,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("resume", help="Phase 1 safe-boundary continuation (needs MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1; docs/choices/continuation-execution.md)")
     p.add_argument("--workspace", required=True, type=_workspace_dir, metavar="DIR", help="the workspace whose newest failed/cancelled run is resumed")
     p.add_argument("--session", default=None, metavar="ID", help="resume within this session only")
-    p.add_argument("--rebaseline", action="store_true", help="Phase 4: continue from the current files after a workspace park (docs/spec-phase4.md §7.1; same as `checkpoint rebaseline`)")
+    intent = p.add_mutually_exclusive_group()
+    intent.add_argument("--rebaseline", action="store_true", help="Phase 4: continue from the current files after a workspace park (docs/spec-phase4.md §7.1; same as `checkpoint rebaseline`)")
+    intent.add_argument("--restore-into", default=None, metavar="DEST", help="Phase 4: isolated restore — materialize the session's current checkpoint into the new directory DEST (absolute, must not exist, outside the workspace) and continue there; the workspace's own files are never written (docs/spec-phase4.md §7.2)")
 
     add_checkpoint_parser(sub, _workspace_dir)
     return parser
@@ -245,6 +247,8 @@ def _cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
     """Exit 0: a continuation ran to a terminal state; 3: parked (``{"parked": true,
     "rejectionReasons": [...], ...}``); 2: an error (revalidation codes of spec 20 §3.9)."""
     # the Phase 4 gate (docs/spec-phase4.md §6.2) parks only sessions holding boundary facts
+    if args.restore_into is not None:
+        return run_resume(args.workspace, args.session, "restore", out, _emit, destination=args.restore_into)
     return run_resume(args.workspace, args.session, "rebaseline" if args.rebaseline else "none", out, _emit)
 
 

@@ -45,6 +45,7 @@ from maka_ref._plan.continuation import (
     RuntimeContinuation,
     continuation_envelope_problem,
 )
+from maka_ref._runtime.effects import EffectLog
 from maka_ref._runtime.ids import RunIds
 from maka_ref._runtime.provider import T1_PROTOCOL, Script, ScriptedProvider
 from maka_ref._runtime.run_turn import (
@@ -250,7 +251,15 @@ def execute_continuation(
 
     ``start_transition(conn, start_event)`` (Phase 4, docs/spec-phase4.md §4.3, §7): called inside
     the continuation-start's own write transaction, after the start is inserted, to insert a
-    workspace transition fact at seq 2; if it raises, neither the start nor the fact commits.
+    workspace transition fact at seq 2; if it raises, neither the start nor the fact commits. Its
+    ``committed()`` method, when it has one, is called right after that transaction commits and
+    before the provider may be called (the spec-phase4 §8 point
+    ``after_workspace_transition_committed``).
+
+    Where the continuation works: the target header's ``cwd`` (the session's current cwd,
+    ``world.read_session_cwd``) — the tools act there — while the store, its effect log and the
+    script sidecars stay under ``world.root``. They are the same directory except after an
+    isolated restore (docs/spec-phase4.md §7.2, §14 "store/cwd split").
 
     Raises :class:`RuntimeContinuationRevalidationError` (coded, §3.9) or
     :class:`ContinuationExecutionError` before the provider is called; afterwards a failure ends
@@ -318,12 +327,17 @@ def execute_continuation(
             ) from exc
         if not started.created:
             raise ContinuationExecutionError("continuation start already existed: no provider authority")
+        committed = getattr(start_transition, "committed", None)
+        if committed is not None:
+            committed()
         continuation_failpoint("after_continuation_start_committed")  # start durable, header `created`
         now = tick()
         runs.update_run(c.session_id, c.run_id, {"status": "running", "updatedAt": now})
         runs.append_event(c.session_id, c.run_id, _op_event(ids, 1, "run_started", now, {"startEventId": started.start_event_id}))
         the_provider = provider if provider is not None else ScriptedProvider(script)
-        turn = _Turn(script, Path(root), c.safety_snapshot.workspace_identity, ids, store, runs, tick, the_provider, tools or TOOLS)
+        cwd = Path(header["cwd"])
+        turn = _Turn(script, cwd, c.safety_snapshot.workspace_identity, ids, store, runs, tick, the_provider,
+                     tools or TOOLS, effect_log=EffectLog(root))
         turn.op_seq = 2
         turn.store = _TerminalEventHook(store)  # type: ignore[assignment]  # the tool runtime keeps `store`
         turn.history.extend(e if isinstance(e, FrozenDict) else FrozenDict(thaw(e)) for e in c.runtime_context)
@@ -331,5 +345,5 @@ def execute_continuation(
         status, error, finalize_error = turn.drive(turn.provider_loop)
         if finalize_error is None:  # terminal event, header and operational event all committed
             continuation_failpoint("after_terminal_header_committed")
-        summary = _summary(turn, script, Path(root), c.safety_snapshot.workspace_identity, status, error, finalize_error)
+        summary = _summary(turn, script, cwd, c.safety_snapshot.workspace_identity, status, error, finalize_error)
         return ExecutionResult(c.claim_id, started.start_event_id, summary)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from maka_ref._plan.continuation import (
+    RuntimeContinuation,
     SafeBoundaryContinuationPlan,
     plan_authoritative,
     plan_latest,
@@ -124,6 +125,7 @@ def resume_session(
     before_execute: Callable[[StoreWorld, SafeBoundaryContinuationPlan], None] | None = None,
     workspace_gate: Callable[[StoreWorld, str, str], SafeBoundaryContinuationPlan | None] | None = None,
     start_transition: Callable[[Any, Mapping[str, Any]], None] | None = None,
+    authorize_transition: Callable[[StoreWorld, RuntimeContinuation], RuntimeContinuation] | None = None,
 ) -> ResumeOutcome:
     """Resume the newest failed/cancelled run of the workspace ``root`` (module docstring).
 
@@ -135,7 +137,10 @@ def resume_session(
     (docs/spec-phase4.md §6.2, ``maka_ref._boundary.gate``): a park plan it returns replaces an
     approved plan (one ``plan_parked`` event, nothing executed); ``None`` lets it run.
     ``start_transition`` is handed to the executor (a rebaseline's fact joins the start's
-    transaction, docs/spec-phase4.md §7.1 step 4).
+    transaction, docs/spec-phase4.md §7.1 step 4). ``authorize_transition(world, continuation)``
+    runs once the gate passed, before ``plan_approved``: an isolated restore (docs/spec-phase4.md
+    §7.2) returns the continuation with the destination's identity in its safety snapshot and
+    points ``world`` at the destination, so the claim names where the continuation will run.
     Raises ``MakaRefError`` subclasses on execution errors (revalidation codes of §3.9).
     """
     if flag is None:
@@ -169,6 +174,8 @@ def resume_session(
                 if gated is not None:
                     lc.emit(sink, lc.plan_parked(c.session_id, c.source_run_id, gated.rejection_reasons))
                     return ResumeOutcome(c.session_id, c.source_run_id, gated)
+            if authorize_transition is not None:
+                c = authorize_transition(world, c)
             lc.emit(sink, lc.plan_approved(c.session_id, c.source_run_id, c.run_id))
             if before_execute is not None:
                 before_execute(world, plan)

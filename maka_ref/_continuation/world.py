@@ -12,7 +12,10 @@ planner dependency          store call
 ``read_claim_state``        ``RuntimeStore.read_claim_by_boundary`` → ``{claim, startEventId?, startKind?}``
 ``list_session_runs``       ``AgentRunStore.list_session_runs``
 ``read_session_cwd``        the canonical workspace path (there is no session store: the
-                            session's current cwd is the workspace ``resume`` was given)
+                            session's current cwd is the workspace ``resume`` was given),
+                            except after an isolated restore: the ``cwd`` of the run carrying
+                            the session's newest ``maka.workspace.restored`` fact
+                            (docs/spec-phase4.md §7.2 step 5, §14 "store/cwd split")
 ``inspect``                 §3.8: workspace identity of that cwd (``resolve_workspace_identity``),
                             ``backgroundOperationsSettled`` (always true: the reference runtime
                             has no background operations), ``availableToolNames`` = the
@@ -36,6 +39,7 @@ from maka_ref._plan.prefix.immutable import ImmutableRuntimePrefix
 from maka_ref._runtime.tools import TOOLS
 from maka_ref._store.agent_runs.store import AgentRunStore
 from maka_ref._store.runtime_store import RuntimeStore
+from maka_ref._store.workspace.boundary import newest_restored_run
 from maka_ref._store.workspace.identity import resolve_workspace_identity
 
 __all__ = ["StoreWorld", "default_tool_catalog"]
@@ -65,6 +69,10 @@ class StoreWorld:
         self._resolve_identity = resolve_identity or (lambda path: resolve_workspace_identity(path).identity)
         self._tool_catalog = tool_catalog
         self._background_settled = background_settled
+        #: ``(cwd, identity)`` an isolated restore authorized for the continuation it executes
+        #: (docs/spec-phase4.md §7.2): the session's working directory and identity from then on,
+        #: reported without touching the destination (it is created only after the claim).
+        self.transition_workspace: tuple[str, str] | None = None
 
     # -- planner readers ---------------------------------------------------------------
 
@@ -91,6 +99,12 @@ class StoreWorld:
     # -- host wrapper readers (§3.2, §3.8) -------------------------------------------------
 
     def read_session_cwd(self, session_id: str) -> str:
+        if self.transition_workspace is not None:
+            return self.transition_workspace[0]
+        with self.store.read() as conn:
+            restored = newest_restored_run(conn, session_id)
+        if restored is not None:  # the lineage moved to its restore destination (spec-phase4 §7.2)
+            return str(self.runs.read_run(session_id, restored)["cwd"])
         # canonical (§3.8, §8 item 32): a world opened through a symlink must report the same
         # cwd as the header of a run started there (``run_turn`` records the resolved path)
         return os.path.realpath(self.root)
@@ -100,8 +114,9 @@ class StoreWorld:
 
     def inspect(self, session_id: str) -> SafetyObservation:
         cwd = self.read_session_cwd(session_id)
+        moved = self.transition_workspace
         return SafetyObservation(
-            workspace_identity=self._resolve_identity(cwd),
+            workspace_identity=moved[1] if moved is not None else self._resolve_identity(cwd),
             background_operations_settled=self._background_settled(session_id) is True,
             available_tool_names=self.tool_names(),
             workspace_path=cwd,

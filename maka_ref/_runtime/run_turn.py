@@ -151,6 +151,7 @@ class _Turn:
         clock: Clock,
         provider: ScriptedProvider,
         tools: Mapping[str, Tool],
+        effect_log: Any = None,
     ) -> None:
         self.script = script
         self.root = root
@@ -160,7 +161,10 @@ class _Turn:
         self.runs = runs
         self.clock = clock
         self.provider = provider
-        self.tool_runtime = ToolRuntime(store, root, ids, script.protocol, clock, tools=tools, workspace_identity=identity)
+        # ``effect_log``: the store's (beside ``runtime.sqlite``) when the tools act elsewhere — a
+        # continuation in an isolated restore's destination (docs/spec-phase4.md §7.2)
+        self.tool_runtime = ToolRuntime(store, root, ids, script.protocol, clock, tools=tools, workspace_identity=identity,
+                                        effect_log=effect_log)
         self.history: list[Mapping[str, Any]] = []
         self.outcomes: list[ToolCallOutcome] = []
         self.final_text: str | None = None

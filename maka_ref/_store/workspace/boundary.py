@@ -71,6 +71,7 @@ __all__ = [
     "commit_workspace_boundary",
     "current_epoch",
     "insert_boundary_fact",
+    "newest_restored_run",
     "session_boundary_facts",
     "validate_boundary_event",
 ]
@@ -140,6 +141,22 @@ def current_epoch(conn: sqlite3.Connection, session_id: str) -> int:
     """The session's current epoch: the largest boundary epoch stored, 0 when none (§7.3)."""
     epochs = [int(fact["payload"]["boundary"]["workspaceEpoch"]) for *_, fact in session_boundary_facts(conn, session_id)]
     return max(epochs, default=0)
+
+
+def newest_restored_run(conn: sqlite3.Connection, session_id: str) -> str | None:
+    """The run carrying the session's newest ``maka.workspace.restored`` fact, or None.
+
+    Why: after an isolated restore the session works in the destination (spec-phase4 §7.2 step
+    5); that run's header records the destination as its ``cwd``, and the fact is what
+    authorizes the move, so only a run carrying one may move the session's working directory.
+    """
+    row = conn.execute(
+        "SELECT run_id FROM runtime_events WHERE session_id = ? AND "
+        "json_extract(payload_json, '$.actions.workspaceBoundary.kind') = ? "
+        "ORDER BY committed_at DESC, event_id DESC LIMIT 1",
+        (session_id, RESTORED_KIND),
+    ).fetchone()
+    return None if row is None else str(row[0])
 
 
 def _last_event_seq(conn: sqlite3.Connection, session_id: str, run_id: str) -> int:

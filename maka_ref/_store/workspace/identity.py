@@ -98,11 +98,13 @@ class WorkspaceIdentity:
 
 
 def resolve_workspace_identity(
-    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None, new_workspace_id: str | None = None
 ) -> WorkspaceIdentity:
     """§6.2: resolve (creating the marker if the workspace is unmarked) and return the identity.
 
-    ``env`` replaces ``os.environ`` for locating and running ``git`` (tests, hosts). Raises
+    ``env`` replaces ``os.environ`` for locating and running ``git`` (tests, hosts).
+    ``new_workspace_id``: the random id an unmarked workspace's new marker gets (default: a fresh
+    v4 UUID); an existing marker still wins, and the answer is always re-read from disk. Raises
     :class:`WorkspaceIdentityError`; any unexpected failure is ``workspace_io_failed``.
     """
     try:
@@ -112,7 +114,9 @@ def resolve_workspace_identity(
             _ensure_git_ignore(canonical, env)
             return WorkspaceIdentity(identity_from_workspace_id(workspace_id), canonical, False)
         _ensure_git_ignore(canonical, env)  # first: if this fails nothing is published
-        published = _publish_marker(canonical, dev_ino)
+        if new_workspace_id is not None and not is_workspace_uuid(new_workspace_id):
+            raise WorkspaceIdentityError("invalid_workspace_marker", f"not a workspace id: {new_workspace_id!r}")
+        published = _publish_marker(canonical, dev_ino, new_workspace_id)
         _assert_same_directory(canonical, dev_ino)
         workspace_id = _read_marker(canonical)
         if workspace_id is None:

@@ -215,15 +215,19 @@ _DIR_FD_OK: Final = (
 )
 
 
-def _publish_marker(canonical: str, dev_ino: tuple[int, int]) -> bool:
+def _publish_marker(canonical: str, dev_ino: tuple[int, int], new_workspace_id: str | None = None) -> bool:
     """§6.2 step 5 after the exclude rule: temp file, re-check, hard link; True if we published.
+
+    ``new_workspace_id`` (a random v4 UUID the caller drew earlier, default: drawn here) is the
+    id the marker gets *if* this call publishes it: an isolated restore (spec-phase4 §7.2) must
+    name the destination's identity in its claim before the destination exists.
 
     On POSIX every step goes through one descriptor of the remembered directory, so the
     temporary file is created in — and always removed from — that directory even if the path
     is swapped meanwhile (the swap itself is reported as ``workspace_identity_changed``).
     """
     temp_name = f"{MARKER_FILE_NAME}.{os.getpid()}.{uuid.uuid4()}.tmp"
-    content = format_workspace_marker(str(uuid.uuid4()))
+    content = format_workspace_marker(new_workspace_id if new_workspace_id is not None else str(uuid.uuid4()))
     dir_fd: int | None = None
     if _DIR_FD_OK:
         try:

@@ -207,3 +207,15 @@ def test_continuation_captures_after_its_own_mutation(tmp_path: Path) -> None:
     outcome3, _ = resume_with_intent(str(plain), intent="none", flag=True, script=FULL,
                                      lifecycle_log=LifecycleLog(tmp_path / "life3.jsonl"))
     assert not outcome3.parked and boundary_rows(plain) == []
+
+
+def test_a_read_after_the_boundary_keeps_it_covering(tmp_path: Path) -> None:
+    """§5.2 (2): ``Read`` is the host's read-only tool (the catalog's exact name), so a step
+    that only reads needs no capture and does not make the boundary stale."""
+    ws = repo(tmp_path)
+    read = {"toolCalls": [{"id": "call-1", "name": "Read", "args": {"path": "README.md"}}]}
+    crashed(ws, script(T1, [read]))
+    assert [seq for _, seq, _ in boundary_rows(ws)] == [2]  # B0 only: no B1 after a read
+    outcome = resume_session(ws, flag=True, script=script(T1, [read, {"text": "done"}]),
+                             lifecycle_log=LifecycleLog(tmp_path / "life.jsonl"), workspace_gate=make_workspace_gate())
+    assert not outcome.parked, outcome.to_json()
