@@ -36,11 +36,11 @@ _STORE_HOOKS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "after_workspace_epoch_projection_insert": ("store", "inside a workspace baseline commit: epoch projection row inserted (spec 30 §2.7)", ()),
     "after_workspace_version_projection_insert": ("store", "inside a workspace baseline commit: version projection row inserted (spec 30 §2.7)", ()),
     "after_workspace_head_projection_insert": ("store", "inside a workspace baseline commit: head projection row inserted, COMMIT not yet (spec 30 §2.7)", ()),
-    # Phase 3 (docs/spec-phase3.md §5.6): no operation reaches them until an adapter claims
-    # runtime.reconcile (the reference's runtime.repair does not reconcile yet).
-    "reconcile_after_observation": ("runtime.repair", "Phase 3 reconciler: the target observed, nothing decided or committed (spec-phase3 §5.6)", ()),
-    "reconcile_after_decision": ("runtime.repair", "Phase 3 reconciler: the bundle built, not committed (spec-phase3 §5.6)", ()),
-    "reconcile_inside_bundle": ("runtime.repair", "Phase 3 reconciler: inside its bundle transaction, the reconcile fact inserted, not committed (spec-phase3 §5.6)", ()),
+    # Phase 3 (docs/spec-phase3.md §5.6, §6): the reconciler of runtime.reconcile, also run by
+    # runtime.repair {"reconcile": true}; armable by an implementation that claims it.
+    "reconcile_after_observation": ("runtime.reconcile", "Phase 3 reconciler: the target observed, nothing decided or committed (spec-phase3 §5.6)", ("runtime.reconcile", "runtime.repair")),
+    "reconcile_after_decision": ("runtime.reconcile", "Phase 3 reconciler: the bundle built, not committed (spec-phase3 §5.6)", ("runtime.reconcile", "runtime.repair")),
+    "reconcile_inside_bundle": ("runtime.reconcile", "Phase 3 reconciler: inside its bundle transaction, the reconcile fact inserted, not committed (spec-phase3 §5.6)", ("runtime.reconcile", "runtime.repair")),
 }
 
 

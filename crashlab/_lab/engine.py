@@ -175,6 +175,10 @@ def _body(trial: _Trial) -> tuple[str, str]:
     missing = _missing(point, spec.mode, trial.handshake)
     if missing:
         return "not_claimed", f"capabilities not claimed: {missing}"
+    if point.group == "reconciler":  # spec-phase3 §5.6, §5.7: a tool crash, then the reconciler killed or raced
+        from crashlab._lab.faults.reconciler import run_reconciler
+
+        return run_reconciler(trial, point)
     if spec.fault in ("pause", "race"):
         try:
             module = importlib.import_module(f"crashlab._lab.faults.{spec.fault}")

@@ -137,7 +137,9 @@ class Dispatcher:
             "durability": dict(DURABILITY),
         }
         if "faults" in self.claims:
-            result["failpoints"] = list(_faults.ANNOUNCED_FAILPOINTS)
+            # the reconciler's points are reachable only through runtime.reconcile (protocol §4.3.1)
+            unreachable = _faults.RECONCILER_FAILPOINTS if "runtime.reconcile" not in self.claims else frozenset()
+            result["failpoints"] = [name for name in _faults.ANNOUNCED_FAILPOINTS if name not in unreachable]
         return result
 
     def batch(self, params: Params) -> dict[str, Any]:

@@ -19,7 +19,8 @@ come back as a late writer. The point still fires once (the registry's ``fired``
 Which ids the adapter announces in ``hello``: :data:`ANNOUNCED_FAILPOINTS`, the ids some
 protocol operation can reach. The workspace-authority hooks are left out: no protocol
 operation commits a workspace baseline, so they could never be reached (protocol §3: a listed
-id that cannot be reached is a failure).
+id that cannot be reached is a failure). The Phase 3 reconciler's points
+(:data:`RECONCILER_FAILPOINTS`) are listed only by a session that claims ``runtime.reconcile``.
 """
 
 from __future__ import annotations
@@ -33,15 +34,19 @@ from maka_ref._store.engine import failpoints as registry
 from maka_ref.adapter._errors import OpError, invalid_params
 from maka_ref.adapter._params import opt_int, req
 
-__all__ = ["ACTIONS", "ANNOUNCED_FAILPOINTS", "KNOWN_FAILPOINTS", "arm", "install_announcer", "stop_self"]
+__all__ = ["ACTIONS", "ANNOUNCED_FAILPOINTS", "KNOWN_FAILPOINTS", "RECONCILER_FAILPOINTS", "arm", "install_announcer",
+           "stop_self"]
 
 #: The values of ``faults.arm``'s optional ``action`` param (protocol §4.4).
 ACTIONS: tuple[str, ...] = ("block", "stop")
 
 _WORKSPACE_HOOKS = frozenset(name for name in registry.FAILPOINT_NAMES if "workspace" in name)
-#: The Phase 3 reconciler's points (docs/spec-phase3.md §5.6): armable, but no operation of this
-#: adapter reaches them until it claims runtime.reconcile (its runtime.repair does not reconcile).
-_RECONCILER_POINTS = frozenset(name for name in registry.FAILPOINT_NAMES if name.startswith("reconcile_"))
+#: The Phase 3 reconciler's points (docs/spec-phase3.md §5.6): reached by ``runtime.reconcile``
+#: and ``runtime.repair {"reconcile": true}``, so listed in ``hello`` only when the session claims
+#: ``runtime.reconcile`` (protocol §3: a listed id that cannot be reached is a failure).
+RECONCILER_FAILPOINTS: frozenset[str] = frozenset(
+    name for name in registry.FAILPOINT_NAMES if name.startswith("reconcile_")
+)
 
 #: Every id this implementation can arm: live, store hooks and continuation points.
 KNOWN_FAILPOINTS: frozenset[str] = registry.FAILPOINT_NAMES
@@ -56,7 +61,7 @@ def _order(name: str) -> tuple[int, int, str]:
 
 #: The ids listed in ``hello`` (reachable through some protocol operation), in a stable order.
 ANNOUNCED_FAILPOINTS: tuple[str, ...] = tuple(
-    sorted((KNOWN_FAILPOINTS - _WORKSPACE_HOOKS - _RECONCILER_POINTS), key=_order)
+    sorted((KNOWN_FAILPOINTS - _WORKSPACE_HOOKS), key=_order)
 )
 assert set(LIVE_FAILPOINTS) | set(NON_LOOP_FAILPOINTS) <= set(ANNOUNCED_FAILPOINTS)
 

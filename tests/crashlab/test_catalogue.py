@@ -27,7 +27,7 @@ def test_ids_are_unique_and_the_groups_are_complete() -> None:
     assert len(ids) == len(set(ids))
     assert ids[:12] == [f"P{n}" for n in range(12)]
     groups = {p.group for p in points}
-    assert groups == {"phase0", "continuation", "storage", "recovery_bundle", "workspace"}
+    assert groups == {"phase0", "continuation", "storage", "recovery_bundle", "workspace", "reconciler"}
     for mode in ("inside_t1", "after_effect", "inside_t2", "after_t2", "inside_recovery_reconcile",
                  "inside_recovery_outcome", "inside_recovery_decision", "after_recovery_commit",
                  "inside_workspace_baseline", "after_workspace_baseline_commit"):

@@ -117,3 +117,55 @@ def apply_bundle_without_evidence() -> None:
         return reconcile_operation
 
     wrap(_RECONCILER, "reconcile_operation", factory)
+
+
+@mutant("runtime-reconcile-loser-claims-completed", layer="runtime", spec="spec-phase3 §5.7; protocol §4.3.1",
+        family="CRASH-reconcile-*-live-race", keyword="CRASH-reconcile-after-decision-live-race")
+def apply_loser_claims_completed() -> None:
+    """A reconciler that loses a race — its bundle refused because another reconciler settled
+    the operation meanwhile — reports the operation ``completed`` as if its own bundle had been
+    committed.
+
+    spec-phase3 §5.7: the second reconciler answers ``reconcile_already_settled``; protocol
+    §4.3.1: ``completed`` means this call committed the one bundle, so two racers both saying so
+    is a lie about one bundle. Only a real race reaches that path (a sequential rerun stops
+    before the store), so it is killed by the crash lab's race trials at the reconciler's
+    points (``CRASH-reconcile-*-live-race``, ``crashlab/_lab/faults/reconciler.py``)."""
+    import importlib
+
+    reconciler = importlib.import_module(_RECONCILER)
+
+    def factory(original: Any) -> Any:
+        def reconcile_operation(store: Any, root: Any, operation_id: str, *, clock: Any) -> Any:
+            result = original(store, root, operation_id, clock=clock)
+            if result.code == "reconcile_already_settled" and result.observed is not None:  # refused by the store
+                return reconciler.ReconcileResult(operation_id, "completed", "matches_expected_state",  # the mutation
+                                                  "reconcile_matches_expected_state", observed=result.observed)
+            return result
+        return reconcile_operation
+
+    wrap(_RECONCILER, "reconcile_operation", factory)
+
+
+@mutant("runtime-reconcile-bundle-not-atomic", layer="crash", spec="spec-phase3 §5.6; 30 §2.5",
+        family="CRASH-reconcile-inside-bundle-live-kill", keyword="CRASH-reconcile-inside-bundle-live-kill")
+def apply_bundle_not_atomic() -> None:
+    """The reconciler's bundle is committed in two transactions: the reconcile fact (and its
+    journal row) first, the outcome and the decision after.
+
+    spec-phase3 §5.6 and spec 30 §2.5: a kill inside the bundle rolls it back whole — events
+    ``[call, dispatch]``, state ``prepared``. Here a kill at ``reconcile_inside_bundle`` leaves a
+    reconcile fact without a decision, which a rerun cannot complete. Nothing but a real kill
+    inside the transaction shows it: killed by the crash lab's kill trial there
+    (``CRASH-reconcile-inside-bundle-live-kill``)."""
+    from maka_ref._store.engine.failpoints import reconciling
+
+    def factory(original: Any) -> Any:
+        def _compare_and_set(conn: Any, operation_id: str, sql: str, params: tuple[Any, ...]) -> None:
+            original(conn, operation_id, sql, params)
+            if reconciling():  # the mutation: the reconcile fact becomes durable on its own
+                conn.execute("COMMIT")
+                conn.execute("BEGIN IMMEDIATE")
+        return _compare_and_set
+
+    wrap("maka_ref._store.writers.bundle", "_compare_and_set", factory)
