@@ -13,6 +13,8 @@ Public API::
     parse_json_text(text) -> Any          # JSON with IEEE-double number semantics
     json_equal(a, b) -> bool              # the comparison the vectors use
     check_vector(vector, run) -> list[str]  # empty list = pass
+    PROTOCOL_OPERATIONS                     # vector operation -> wire protocol operation
+    FAILING_OPERATIONS                      # operations whose failure is a result to compare
 
 Nothing here imports ``maka_ref``: third parties can check their own implementation.
 """
@@ -28,6 +30,8 @@ from importlib import resources
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 __all__ = [
+    "FAILING_OPERATIONS",
+    "PROTOCOL_OPERATIONS",
     "Vector",
     "VectorFile",
     "VectorFormatError",
@@ -43,8 +47,33 @@ SCHEMA_FILE = "vector.schema.json"
 _MAX_SAFE = 2**53
 
 #: ``run(operation, input)``: returns the operation's result in the README's JSON form, or
-#: ``{"error": {"message": ...}}`` when the operation fails (args_hash, encode, decode).
+#: ``{"error": {"message", "code"?, "detail"?}}`` when an operation of
+#: :data:`FAILING_OPERATIONS` fails.
 Runner = Callable[[str, Mapping[str, Any]], Any]
+
+#: Vector operation → the wire-protocol operation that runs it (``docs/protocol.md`` §4): the
+#: spec 10/20 operations are ``ledger.<operation>``; the Phase 3 evidence codec and observation
+#: table are ``reconcile.*`` (§4.3.1), the Phase 4 boundary codec and policy hash
+#: ``checkpoint.*`` (§4.6). The capability of each is the protocol's (``conformance.protocol``).
+PROTOCOL_OPERATIONS: dict[str, str] = {
+    **{op: f"ledger.{op}" for op in (
+        "args_hash", "encode", "decode", "predicates", "lane", "generic_append", "scan", "validate_transition",
+        "validate_bundle", "interpret", "resolve", "code_mode_commits", "plan", "failpoint_catalog",
+        "segment_replay", "composite_replay", "prefix_digest")},
+    "evidence_decode": "reconcile.decode_evidence",
+    "evidence_encode": "reconcile.encode_evidence",
+    "evidence_binding": "reconcile.check_binding",
+    "classify": "reconcile.classify",
+    "boundary_encode": "checkpoint.boundary_encode",
+    "boundary_decode": "checkpoint.boundary_decode",
+    "policy_hash": "checkpoint.policy_hash",
+}
+#: The operations whose failure (``ok: false`` on the wire) is an expected result: the spec
+#: fixes the message (spec 10 §2) or the code and pointer (spec-phase3 §2.4, spec-phase4 §1.2,
+#: §2.4). Every other operation answers refusals as results, never as failures.
+FAILING_OPERATIONS: frozenset[str] = frozenset(
+    {"args_hash", "encode", "decode", "evidence_encode", "boundary_encode", "boundary_decode", "policy_hash"}
+)
 
 
 class VectorFormatError(ValueError):
@@ -279,12 +308,16 @@ def check_vector(vector: Vector, run: Runner) -> list[str]:
     actual = run(op, given)
     out.expect(json_equal(given, vector.input), "the operation modified its input")
 
-    failed = isinstance(actual, Mapping) and "error" in actual and op in ("args_hash", "encode", "decode")
+    failed = isinstance(actual, Mapping) and "error" in actual and op in FAILING_OPERATIONS
     if "error" in expect:
         want = expect["error"]
         if not failed:
             out.append(f"expected the operation to fail with {_show(want)}, got {_show(actual)}")
         else:
+            for key in ("code", "detail"):
+                if key in want:
+                    found = _get(actual["error"], key)
+                    out.expect(json_equal(found, want[key]), f"error {key}: expected {_show(want[key])}, got {_show(found)}")
             message = _get(actual["error"], "message")
             if "message" in want:
                 out.expect(message == want["message"], f"error message: expected {want['message']!r}, got {message!r}")
@@ -313,7 +346,7 @@ def check_vector(vector: Vector, run: Runner) -> list[str]:
     for key in ("appendCheck", "transition", "bundle", "interpretation", "resolution"):
         if key in expect:
             _exact(out, key, expect[key], actual)
-    for key in ("transitionSubset", "bundleSubset", "resolutionSubset", "planSubset"):
+    for key in ("transitionSubset", "bundleSubset", "resolutionSubset", "planSubset", "resultSubset"):
         if key in expect:
             _check_subset(out, key.removesuffix("Subset"), expect[key], actual)
     for key in expect.get("absentKeys", ()):

@@ -1,4 +1,5 @@
-"""Build the golden vectors in ``conformance/vectors/`` (spec 10 §2, §7; spec 20 §1, §2, §8).
+"""Build the golden vectors in ``conformance/vectors/`` (spec 10 §2, §7; spec 20 §1, §2, §8;
+spec-phase3 §2, §4; spec-phase4 §1.2, §2.4).
 
 Run ``python -m conformance._vectorgen.build`` to (re)write the files and
 ``python -m conformance._vectorgen.build --check`` to verify that the files on disk are
@@ -8,13 +9,18 @@ This module is the entry point: it lists the vector groups, keeps the coverage b
 of spec 10 §7 and writes the files. The vectors themselves live in the private modules of
 this package, one per spec area: ``_args_hash``, ``_encoding``, ``_lanes`` (predicates,
 lanes, scanner, transition), ``_bundle``, ``_resolver``, ``_code_mode`` and ``_spec20``
-(phase 0 plan, failpoints, segment replay), over the shared ``_common`` (constants and
-vector helpers) and ``_events`` (event builders).
+(phase 0 plan, failpoints, segment replay), ``_evidence`` and ``_observation`` (the Phase 3
+evidence codec and observation table) and ``_checkpoint`` (the Phase 4 boundary codec and
+policy hash), over the shared ``_common`` (constants and vector helpers) and ``_events``
+(event builders).
 
 Rules this generator follows (they are what makes the vectors trustworthy):
 
 * Every ``expect`` value is transcribed by hand from the spec text (a scenario, a table row,
-  or a rule the scenario names) and written literally in the group modules. Nothing is
+  or a rule the scenario names) and written literally in the group modules. The Phase 3/4
+  digests (evidence, observation, policy) are computed in the group modules with ``hashlib``
+  from the constructions the spec fixes, over canonical texts written by hand or rendered by
+  the standard library's sorted-key JSON. Nothing is
   computed by the reference runtime: the only import from ``maka_ref`` anywhere in this
   package is :mod:`maka_ref.testing.families`, the spec's fixture families as builders of
   plain dicts (inputs only).
@@ -40,9 +46,12 @@ from typing import Any, Callable
 
 from ._args_hash import group_args_hash
 from ._bundle import group_bundle
+from ._checkpoint import group_checkpoint
 from ._code_mode import group_code_mode
 from ._encoding import group_encoding
+from ._evidence import group_evidence
 from ._lanes import group_lanes, group_predicates, group_scanner, group_transition
+from ._observation import group_observation
 from ._resolver import group_resolver
 from ._spec20 import group_failpoints, group_phase0, group_prefix_digest, group_segment_replay
 
@@ -99,6 +108,7 @@ def covered_scenarios(files: list[tuple[str, str, list[dict[str, Any]]]]) -> set
 GROUPS: list[Callable[[], tuple[str, str, list[dict[str, Any]]]]] = [
     group_args_hash, group_encoding, group_predicates, group_lanes, group_scanner, group_transition, group_bundle,
     group_resolver, group_code_mode, group_phase0, group_failpoints, group_segment_replay, group_prefix_digest,
+    group_evidence, group_observation, group_checkpoint,
 ]
 
 

@@ -60,7 +60,10 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "runtime.continuation": ("runtime.resume",),
     "faults": ("faults.arm",),
     # Phase 3: the finalize-only reconciler (spec-phase3 §6; optional, no level requires it)
-    "runtime.reconcile": ("runtime.reconcile",),
+    "runtime.reconcile": (
+        "runtime.reconcile", "reconcile.decode_evidence", "reconcile.encode_evidence", "reconcile.check_binding",
+        "reconcile.classify",
+    ),
     # no operation: a promise about where and how the implementation keeps its durable files
     # (protocol §3), so that the crash lab may mount its power-loss filesystem there
     "faults.powerloss": (),
@@ -87,7 +90,7 @@ _VECTOR_SCHEMA_URI = "https://maka-conformance.invalid/vectors/vector.schema.jso
 _OPS_FILES = {"ledger": "ops.ledger.schema.json", "store": "ops.store.schema.json",
               "runtime": "ops.runtime.schema.json", "faults": "ops.faults.schema.json",
               "batch": "ops.batch.schema.json",
-              "checkpoint": "ops.checkpoint.schema.json"}
+              "checkpoint": "ops.checkpoint.schema.json", "reconcile": "ops.reconcile.schema.json"}
 
 
 def load_schema(name: str) -> dict[str, Any]:

@@ -14,6 +14,8 @@ Modules (each small, private):
   ``tests/conformance/vectors/test_golden_vectors.py``);
 * :mod:`._store_ops`   ``store.*`` over ``RuntimeStore`` / ``AgentRunStore`` / ``inspect``;
 * :mod:`._runtime_ops` ``runtime.*`` over ``run_turn`` / ``repair_workspace`` / ``resume_session``;
+* :mod:`._reconcile_ops` the pure ``reconcile.*`` operations of ``runtime.reconcile`` (the
+  Phase 3 evidence codec, binding and observation table, spec-phase3 §2, §4.4–§4.5);
 * :mod:`._checkpoint_ops` ``checkpoint.*`` over the Git carrier and ``maka_ref._boundary``'s
   checkpoint-mode run and gated resume (spec-phase4 §10);
 * :mod:`._faults`      ``faults.arm`` and the failpoint announcement;

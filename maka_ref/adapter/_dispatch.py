@@ -18,6 +18,7 @@ from maka_ref.adapter._checkpoint_ops import CHECKPOINT_OPERATIONS
 from maka_ref.adapter._errors import OpError, invalid_params
 from maka_ref.adapter._params import usable_path
 from maka_ref.adapter._ledger_ops import REQUIRED_KEYS, VECTOR_RUNNERS
+from maka_ref.adapter._reconcile_ops import RECONCILE_OPERATIONS
 from maka_ref.adapter._store_ops import StoreSession
 
 __all__ = ["CAPABILITIES", "PROTOCOL_VERSION", "Dispatcher"]
@@ -105,6 +106,8 @@ class Dispatcher:
         for op, handler in _runtime_ops.RUNTIME_OPERATIONS.items():
             self.table[op] = (_RUNTIME_CAPABILITY[op], self._releasing(handler))
         self.table["faults.arm"] = ("faults", _faults.arm)
+        for op, handler in RECONCILE_OPERATIONS.items():
+            self.table[op] = ("runtime.reconcile", handler)
         for op, handler in CHECKPOINT_OPERATIONS.items():
             handle = self._releasing(handler) if op in ("checkpoint.run_turn", "checkpoint.resume") else handler
             self.table[op] = ("workspace.checkpoint", handle)

@@ -1,9 +1,15 @@
-"""Every golden vector, sent through the wire protocol (spec 10 §2–§7, spec 20 §1–§2, §8).
+"""Every golden vector, sent through the wire protocol (spec 10 §2–§7, spec 20 §1–§2, §8,
+spec-phase3 §2, §4, spec-phase4 §1.2, §2.4).
 
 One clause per vector: ``LEDGER-VEC:<vector id>``; the spec section is the vector's own
-``spec`` field, and the capability is the one its operation belongs to (docs/protocol.md
-§4.1). The comparison is :func:`conformance.vectors.check_vector`, the same one
-implementers in other languages reproduce from ``conformance/vectors/README.md``.
+``spec`` field. Each vector operation is sent as its protocol operation
+(:data:`conformance.vectors.PROTOCOL_OPERATIONS`: ``ledger.<operation>`` for spec 10/20,
+``reconcile.*`` for the Phase 3 evidence codec and observation table, ``checkpoint.*`` for the
+Phase 4 boundary codec and policy hash), and the clause's capability is that operation's
+(docs/protocol.md §4): an implementation that does not claim ``runtime.reconcile`` or
+``workspace.checkpoint`` has those clauses reported *not claimed*, never failed. The comparison
+is :func:`conformance.vectors.check_vector`, the same one implementers in other languages
+reproduce from ``conformance/vectors/README.md``.
 """
 
 from __future__ import annotations
@@ -13,19 +19,11 @@ from typing import Any, Mapping
 import pytest
 
 from conformance.clauses import ClauseMismatch, clause
-from conformance.vectors import Vector, check_vector, iter_vectors
+from conformance.protocol import OPERATIONS
+from conformance.vectors import FAILING_OPERATIONS, PROTOCOL_OPERATIONS, Vector, check_vector, iter_vectors
 
-#: Vector operation → protocol capability (docs/protocol.md §4.1).
-OPERATION_CAPABILITY = {
-    "args_hash": "ledger.codec", "encode": "ledger.codec", "decode": "ledger.codec", "predicates": "ledger.codec",
-    "lane": "ledger.resolver", "generic_append": "ledger.resolver", "scan": "ledger.resolver",
-    "validate_transition": "ledger.resolver", "validate_bundle": "ledger.resolver", "interpret": "ledger.resolver",
-    "resolve": "ledger.resolver", "code_mode_commits": "ledger.resolver",
-    "plan": "ledger.plan", "failpoint_catalog": "ledger.plan", "segment_replay": "ledger.plan",
-    "composite_replay": "ledger.plan", "prefix_digest": "ledger.plan",
-}
-#: The only operations whose failure is a result (their messages are normative, spec 10 §2).
-FAILING_OPERATIONS = frozenset({"args_hash", "encode", "decode"})
+#: Vector operation → (protocol operation, capability) (docs/protocol.md §4).
+OPERATION_WIRE: dict[str, tuple[str, str]] = {op: (wire, OPERATIONS[wire]) for op, wire in PROTOCOL_OPERATIONS.items()}
 #: Whole-result matchers for which a structured first-difference diff is meaningful.
 _WHOLE = ("resolution", "transition", "bundle", "interpretation", "appendCheck")
 
@@ -33,7 +31,7 @@ _WHOLE = ("resolution", "transition", "bundle", "interpretation", "appendCheck")
 def _params() -> list[Any]:
     out = []
     for vector in iter_vectors():
-        mark = clause(f"LEDGER-VEC:{vector.id}", spec=vector.spec, capability=OPERATION_CAPABILITY[vector.operation],
+        mark = clause(f"LEDGER-VEC:{vector.id}", spec=vector.spec, capability=OPERATION_WIRE[vector.operation][1],
                       title=vector.description)
         out.append(pytest.param(vector, id=vector.id, marks=mark))
     return out
@@ -41,15 +39,20 @@ def _params() -> list[Any]:
 
 def _runner(maka: Any, answers: list[Any]) -> Any:
     def run(operation: str, input_: Mapping[str, Any]) -> Any:
-        reply = maka.call(f"ledger.{operation}", dict(input_))
+        wire = OPERATION_WIRE[operation][0]
+        reply = maka.call(wire, dict(input_))
         if reply.ok:
             answers.append(reply.result)
             return reply.result
         error = reply.error or {}
         if operation in FAILING_OPERATIONS:
             answers.append({"error": dict(error)})
-            return {"error": {"message": error.get("message")}}
-        raise ClauseMismatch(f"ledger.{operation} must not fail, but answered {error.get('code')}: {error.get('message')}",
+            failure: dict[str, Any] = {"message": error.get("message"), "code": error.get("code")}
+            details = error.get("details")
+            if isinstance(details, Mapping) and "detail" in details:
+                failure["detail"] = details["detail"]
+            return {"error": failure}
+        raise ClauseMismatch(f"{wire} must not fail, but answered {error.get('code')}: {error.get('message')}",
                              evidence={"error": dict(error)})
 
     return run

@@ -83,7 +83,7 @@ def test_iter_vectors_filters_by_group() -> None:
     assert list(iter_vectors("no-such-group")) == []
 
 
-SPEC_REF = re.compile(r"^(10|20) (§\d|Conventions)")
+SPEC_REF = re.compile(r"^(10|20|spec-phase3|spec-phase4) (§\d|Conventions)")
 
 
 @pytest.mark.parametrize("vector", [pytest.param(v, id=v.id) for v in ALL])
@@ -366,3 +366,97 @@ def test_load_vector_files_rejects_a_broken_file(tmp_path: Path, monkeypatch: py
     (tmp_path / "h.json").write_text(json.dumps({**_doc(GOOD), "group": "h"}), encoding="utf-8")
     with pytest.raises(VectorFormatError):
         module.load_vector_files()
+
+
+# ---------------------------------------------------------------------------------------
+# Phase 3 / Phase 4 families (spec-phase3 §2, §4; spec-phase4 §1.2, §2.4)
+# ---------------------------------------------------------------------------------------
+
+#: spec-phase3 §2.2 rows 1–16 and §2.3 rows 1–4, transcribed from the tables.
+EVIDENCE_CODES = [
+    "evidence_not_json", "evidence_not_strict_json", "evidence_not_object", "evidence_protocol_unsupported",
+    "evidence_unknown_key", "evidence_missing_key", "evidence_identity_invalid", "evidence_tool_unsupported",
+    "evidence_transform_unsupported", "evidence_digest_invalid", "evidence_workspace_invalid",
+    "evidence_target_invalid", "evidence_state_invalid", "evidence_size_limit", "evidence_transform_conflict",
+    "evidence_result_invalid",
+]
+BINDING_CODES = ["evidence_operation_conflict", "evidence_recovery_mode_conflict", "evidence_args_conflict",
+                 "evidence_result_conflict"]
+#: spec-phase3 §4.3 (closed) and §4.1 (observed types), §4.4 (rows).
+UNREADABLE_REASONS = ["target_invalid", "workspace_unreachable", "ancestor_not_directory", "permission_denied",
+                      "changed_during_observation", "io_error", "resource_exhausted", "sync_failed",
+                      "unsupported_platform"]
+OBSERVED_TYPES = ["absent", "regular", "directory", "symlink", "other", "unreadable"]
+OBSERVATIONS = ["unreadable", "matches_expected_state", "matches_prior_state", "diverged"]
+
+
+def test_every_evidence_code_has_a_decode_vector() -> None:
+    """A clause for every validation code: each §2.2 code is the answer of at least one decode vector."""
+    codes = {v.expect["resultSubset"].get("code") for v in iter_vectors("evidence") if v.operation == "evidence_decode"}
+    assert set(EVIDENCE_CODES) <= codes
+    binding = {v.expect["resultSubset"].get("code") for v in iter_vectors("evidence") if v.operation == "evidence_binding"}
+    assert set(BINDING_CODES) <= binding and None in binding  # and some records that bind
+
+
+def test_every_row_reason_and_type_of_the_observation_table_has_a_vector() -> None:
+    rows = [v for v in iter_vectors("observation") if v.expect["resultSubset"]["ok"]]
+    assert {v.expect["resultSubset"]["observation"] for v in rows} == set(OBSERVATIONS)
+    assert {v.input["observed"]["type"] for v in rows} == set(OBSERVED_TYPES)
+    reasons = {v.input["observed"]["reason"]: v.expect["resultSubset"]["transient"] for v in rows
+               if v.input["observed"]["type"] == "unreadable"}
+    assert reasons == {r: r in ("resource_exhausted", "sync_failed", "unsupported_platform") for r in UNREADABLE_REASONS}
+    assert all(re.fullmatch(r"sha256:[0-9a-f]{64}", v.expect["resultSubset"]["observationDigest"]) for v in rows)
+
+
+def test_checkpoint_vectors_cover_spec_phase4_items_1_to_5() -> None:
+    items = {int(n) for v in iter_vectors("checkpoint") for n in re.findall(r"§12 item (\d+)", v.spec)}
+    assert items == {1, 2, 3, 4, 5}
+    pinned = [v for v in iter_vectors("checkpoint") if v.id == "checkpoint/policy-hash-default"]
+    assert pinned[0].expect["resultSubset"]["policyHash"] == \
+        "sha256:ab23d8c63ab28bcb66cec95a5d51d191a3b21ab579c6058ba3b6eb96386c5eca"  # spec-phase4 §2.5
+
+
+def test_the_worked_evidence_digest_follows_the_spec_construction() -> None:
+    """spec-phase3 §2.1, recomputed here from the vector's own text with hashlib alone."""
+    import hashlib
+
+    (worked,) = [v for v in iter_vectors("evidence") if v.id == "evidence/write-canonical-text-and-digest"]
+    text = worked.expect["resultSubset"]["evidenceJson"]
+    h = hashlib.sha256()
+    for part in (b"maka.file-evidence.v1", text.encode("utf-8")):
+        h.update(len(part).to_bytes(8, "big") + part)
+    assert worked.expect["resultSubset"]["evidenceDigest"] == "sha256:" + h.hexdigest()
+    assert json.loads(text) == worked.input["evidence"]
+
+
+def test_checker_on_codes_pointers_and_result_subsets() -> None:
+    boundary = Vector("g", "g/x", "spec-phase4 §1.2", "d.", "boundary_decode", {"text": "[]"},
+                      {"error": {"code": "invalid_workspace_boundary", "detail": ""}})
+    assert check_vector(boundary, _const({"error": {"message": "m", "code": "invalid_workspace_boundary", "detail": ""}})) == []
+    assert check_vector(boundary, _const({"error": {"message": "m", "code": "invalid_workspace_boundary", "detail": "/x"}}))
+    assert check_vector(boundary, _const({"error": {"message": "m", "code": "invalid_params", "detail": ""}}))
+    assert check_vector(boundary, _const({"boundary": {}}))
+    decode = Vector("g", "g/x", "spec-phase3 §2.2", "d.", "evidence_decode", {"evidence": 42},
+                    {"resultSubset": {"ok": False, "code": "evidence_not_object"}})
+    assert check_vector(decode, _const({"ok": False, "code": "evidence_not_object"})) == []
+    assert check_vector(decode, _const({"ok": False, "code": "evidence_not_json"}))
+    assert check_vector(decode, _const({"ok": True, "evidenceJson": "{}"}))
+    # a result operation that *fails* is a mismatch, never an expected answer
+    assert check_vector(decode, _const({"error": {"message": "m", "code": "evidence_not_object"}}))
+
+
+@pytest.mark.parametrize(
+    "vector",
+    [
+        {**GOOD, "operation": "classify", "input": {"evidence": {}, "observed": {}}, "expect": {"hash": GOOD["expect"]["hash"]}},
+        {**GOOD, "operation": "evidence_decode", "input": {"evidence": 1, "evidenceJson": "1"},
+         "expect": {"resultSubset": {"ok": False}}},
+        {**GOOD, "operation": "boundary_decode", "input": {"text": 1}, "expect": {"error": {"code": "x"}}},
+        {**GOOD, "operation": "policy_hash", "input": {"policy": {}}, "expect": {"error": {"detail": "/x"}}},
+        {**GOOD, "spec": "spec-phase5 §1", "operation": "policy_hash", "input": {"policy": {}},
+         "expect": {"resultSubset": {"policyHash": "x"}}},
+    ],
+    ids=["foreign-matcher", "both-evidence-forms", "text-not-string", "error-without-code-or-message", "unknown-spec"],
+)
+def test_schema_rejects_malformed_phase3_and_phase4_vectors(vector: dict[str, Any]) -> None:
+    assert not jsonschema.Draft202012Validator(load_schema()).is_valid(_doc(vector))
