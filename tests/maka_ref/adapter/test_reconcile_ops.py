@@ -1,7 +1,8 @@
 """``runtime.reconcile`` of the reference adapter (docs/protocol.md §4.3.1, spec-phase3 §6), over
 the wire: a Write killed at P4 (effect done, no T2) is reconciled in a new process into a
 completed bundle without touching the file; a process that does not claim the capability
-refuses both the operation and ``runtime.repair``'s ``reconcile`` parameter."""
+refuses both the operation and ``runtime.repair``'s ``reconcile`` parameter; the pure
+``reconcile.*`` operations answer any input with a code (the golden vectors check their values)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from conformance.protocol import validate_response
 from conformance.vectors import parse_json_text
@@ -83,3 +85,38 @@ def test_unclaimed_reconcile_is_not_claimed(tmp_path: Path) -> None:
     hello, reconcile, repair = (parse_json_text(line) for line in proc.stdout.decode().splitlines())
     assert "runtime.reconcile" not in hello["result"]["capabilities"]
     assert reconcile["error"]["code"] == "not_claimed" and repair["error"]["code"] == "not_claimed"
+
+
+def test_pure_reconcile_operations_answer_every_input_with_a_schema_valid_value(tmp_path: Path) -> None:
+    """The pure ``reconcile.*`` operations (protocol §4.3.1, spec-phase3 §2, §4.4): garbage is a
+    code (a result for decode, binding and classify; an error value for encode, §2.4), never a
+    traceback, and every answer matches ``ops.reconcile.schema.json``."""
+    from conformance.vectors import iter_vectors
+
+    (worked,) = [v for v in iter_vectors("evidence") if v.id == "evidence/write-canonical-text-and-digest"]
+    record = dict(worked.input["evidence"])
+    garbage: list[Any] = [None, 1, "x", [], {"protocol": "file_evidence_v1"}, {**record, "before": {"type": "absent", "x": [1]}}]
+    requests: list[tuple[str, dict[str, Any], bool]] = []
+    for value in garbage:
+        requests += [("reconcile.decode_evidence", {"evidence": value}, True),
+                     ("reconcile.decode_evidence", {"evidenceJson": value}, True),
+                     ("reconcile.encode_evidence", {"evidence": value}, False),
+                     ("reconcile.classify", {"evidence": record, "observed": value}, True),
+                     ("reconcile.classify", {"evidence": value, "observed": {"type": "absent"}}, True)]
+    requests += [("reconcile.decode_evidence", {}, False), ("reconcile.classify", {"evidence": record}, False),
+                 ("reconcile.check_binding", {"evidence": record, "callEvent": {"id": 1}, "dispatchEvent": {}}, False)]
+    lines = [_encode({"id": 0, "op": "hello", "params": {"protocol": 1}})]
+    lines += [_encode({"id": i + 1, "op": op, "params": params}) for i, (op, params, _) in enumerate(requests)]
+    proc = subprocess.run([sys.executable, "-m", "maka_ref.adapter"], cwd=tmp_path, timeout=TIMEOUT,
+                          input=b"".join(lines), capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    replies = [parse_json_text(line) for line in proc.stdout.decode().splitlines()][1:]
+    assert len(replies) == len(requests)
+    for (op, params, answers), reply in zip(requests, replies):
+        assert not validate_response(op, reply), (op, params, reply)
+        if answers:
+            assert reply["ok"] and reply["result"]["ok"] is False and reply["result"]["code"], (op, params, reply)
+        else:
+            assert not reply["ok"] and reply["error"]["code"] != "internal_error", (op, params, reply)
+    encode_codes = {reply["error"]["code"] for (op, _, _), reply in zip(requests, replies) if op == "reconcile.encode_evidence"}
+    assert encode_codes <= {"evidence_not_object", "evidence_missing_key", "evidence_state_invalid"}
