@@ -169,3 +169,38 @@ def apply_bundle_not_atomic() -> None:
         return _compare_and_set
 
     wrap("maka_ref._store.writers.bundle", "_compare_and_set", factory)
+
+
+@mutant("runtime-reconcile-observer-follows-final-link", layer="runtime", spec="spec-phase3 §4.2 step 3; §4.4; §8 item 6",
+        family="RECONCILE-STATES", keyword="RECONCILE-STATES")
+def apply_observer_follows_final_link() -> None:
+    """The observer follows a symlink found at the target itself (as the tools would) and
+    observes the file it names: a target replaced by a link to a copy of the expected-after
+    bytes is classified ``matches_expected_state`` and completed.
+
+    spec-phase3 §4.2 step 3 and §8 item 6: the final component is ``lstat``-ed and never
+    followed; a link at the target is ``{"type": "symlink"}``, row 4 ``diverged``. The
+    directories on the way stay confined, so RECONCILE-ROW-004 (a link *on the way*) does not
+    see it; killed by RECONCILE-STATES-001..003 (kinds ``symlink-inside``, ``symlink-outside``)."""
+    import hashlib
+    import stat
+
+    from maka_ref._reconcile.observation import ObservedState
+
+    def factory(original: Any) -> Any:
+        def observe(root: Any, target_path: str, *, durable: bool = False) -> Any:
+            observed = original(root, target_path, durable=durable)
+            if observed.type != "symlink":
+                return observed
+            path = Path(root) / target_path
+            try:  # the mutation: follow the link to whatever it names
+                info = os.stat(path)
+                if not stat.S_ISREG(info.st_mode):
+                    return observed
+                digest = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError:
+                return observed
+            return ObservedState.regular(info.st_size, info.st_nlink, stat.S_IMODE(info.st_mode), digest)
+        return observe
+
+    wrap("maka_ref._reconcile.observer", "observe", factory)
