@@ -231,7 +231,7 @@ def resume_with_intent(root: str, session_id: str | None = None, *, intent: str 
         raise CommandError("invalid_workspace_intent", f"unknown workspace intent {intent!r}")
     rebaseline = Rebaseline(workspace_path(root), the_carrier)
     outcome = resume_session(root, session_id, workspace_gate=rebaseline.gate,
-                             start_transition=rebaseline.start_transition, **kwargs)
+                             start_transition=rebaseline, **kwargs)
     if outcome.parked and outcome.rejection_reasons == ("workspace_identity_mismatch",):
         # The Phase 1 planner's own identity gate (spec 20 §3.6 (i)) parked before the boundary
         # gate ran; for a rebaseline request §6.3 names the refusal.
@@ -258,9 +258,33 @@ def _resume_restoring(root: str, session_id: str | None, destination: str | None
     except CheckpointError as error:
         raise _carrier_error(error) from None
     restore = IsolatedRestore(workspace, destination, carrier)
+    source_identity = _candidate_identity(workspace, session_id)
+    if source_identity is not None and "resolve_identity" not in kwargs:
+        # §6.3: an isolated restore is allowed when the current directory's identity differs
+        # (it was replaced) — the continuation never runs there. The planner's identity gate
+        # (spec 20 §3.6 (i)) is therefore asked about the workspace the lineage recorded; what
+        # binds the new directory to the lineage is the transition fact (§7.2 step 5), whose
+        # `from` is the boundary the gate checked ((a)–(d), (g)).
+        kwargs["resolve_identity"] = lambda _path: source_identity
     outcome = resume_session(root, session_id, workspace_gate=restore.gate, start_transition=restore,
                              authorize_transition=restore.authorize, **kwargs)
     return outcome, restore.fact
+
+
+def _candidate_identity(workspace: str, session_id: str | None) -> str | None:
+    """The recorded ``workspaceIdentity`` of the run ``resume`` will plan from (the newest
+    failed/cancelled session-inline run, spec 20 §3.2), read-only; None when there is none."""
+    from maka_ref._plan.continuation import select_resume_candidate
+    from maka_ref._store.agent_runs.store import DB_FILE_NAME, AgentRunStore
+
+    if not os.path.isfile(os.path.join(workspace, DB_FILE_NAME)):
+        return None
+    with AgentRunStore.open_read_only(workspace) as runs:
+        sessions = [session_id] if session_id is not None else [
+            str(row[0]) for row in runs.connection.execute("SELECT DISTINCT session_id FROM agent_runs")]
+        candidate = select_resume_candidate([run for sid in sessions for run in runs.list_session_runs(sid)])
+    identity = None if candidate is None else candidate.get("workspaceIdentity")
+    return identity if isinstance(identity, str) else None
 
 
 def checkpoint_collect(workspace: str, grace_seconds: float = DEFAULT_GRACE_SECONDS, *,

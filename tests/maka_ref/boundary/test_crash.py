@@ -131,3 +131,141 @@ def test_kill_after_the_rebaseline_capture_changes_no_epoch(tmp_path: Path) -> N
     new = sorted(set(maka_refs(ws)) - set(refs_before))
     assert len(new) == 1 and boundary_refs(ws) == facts_before
     assert checkpoint_collect(str(ws), 0) == {"collected": new, "kept": sorted(refs_before)}
+
+
+# ---------------------------------------------------------------- the transitions' §8 points
+
+
+def parked_session(tmp_path: Path) -> tuple[Path, dict[str, Any], list[str]]:
+    """A checkpoint-mode session (run through the CLI, so the script sidecar resume replays
+    exists) whose source parks on drift: the user edited README.md. Returns the workspace, its
+    user state (runtime files left out) and the boundary facts' refs."""
+    import io
+
+    from maka_ref._cli.main import run as cli_run
+    from tests.maka_ref.boundary.test_restore import users_state
+
+    ws = repo(tmp_path)
+    script = write_script(tmp_path, FIRST_ONLY)
+    assert cli_run(["run", "--workspace", str(ws), "--script", str(script), "--checkpoints"],
+                   stdout=io.StringIO(), stderr=io.StringIO()) == 1
+    write(ws / "README.md", "edited by the user\n")
+    return ws, users_state(ws), boundary_refs(ws)
+
+
+def lineage_facts(ws: Path) -> list[tuple[str, int, dict[str, Any]]]:
+    """``(run, seq, fact)`` of every boundary fact, in commit order."""
+    from tests.maka_ref.boundary.test_rebaseline import facts
+
+    return facts(ws)
+
+
+def resume_none(ws: Path, tmp_path: Path) -> Any:
+    from maka_ref._boundary.commands import resume_with_intent
+    from maka_ref._continuation.lifecycle import LifecycleLog
+
+    return resume_with_intent(str(ws), intent="none", flag=True,
+                              lifecycle_log=LifecycleLog(tmp_path / "life-after.jsonl"))[0]
+
+
+def assert_started_indeterminate_with_new_boundary(ws: Path, tmp_path: Path, kind: str) -> dict[str, Any]:
+    """§8 ``after_workspace_transition_committed``: the start and the transition fact are
+    durable together (epoch 2 at seq 2 of the target), the provider was never called (the
+    target holds exactly those two events), and the source parks
+    ``continuation_started_indeterminate`` (spec 20 §3.5 step 10); in the target's lineage the
+    new boundary is current and the old one superseded (§6.1)."""
+    from maka_ref._boundary.lineage import boundary_facts, current_boundary, lineage_runs
+
+    rows = lineage_facts(ws)
+    target_run, seq, fact = rows[-1]
+    assert (seq, fact["kind"]) == (2, kind)
+    boundary = fact["payload"]["boundary"]
+    assert boundary["workspaceEpoch"] == 2 and boundary["immutableRuntimeHighWater"] == 1
+    store = RuntimeStore.open_read_only(ws)
+    try:
+        with store.read() as conn:
+            session_id = conn.execute("SELECT session_id FROM runtime_events WHERE run_id = ?",
+                                      (target_run,)).fetchone()[0]
+        events = store.read_run_events(session_id, target_run)
+        assert len(events) == 2 and "continuationStart" in events[0]["actions"]
+        runs = lineage_runs(lambda run_id: store.read_run_events(session_id, run_id), target_run)
+        facts = [f for run_id in runs for f in boundary_facts(run_id, store.read_run_events(session_id, run_id))]
+    finally:
+        store.close()
+    current = current_boundary(facts)
+    assert current is not None and current.run_id == target_run and dict(current.boundary) == boundary
+    assert max(int(f.boundary["workspaceEpoch"]) for f in facts if f is not current) == 1  # superseded
+    outcome = resume_none(ws, tmp_path)
+    assert outcome.parked and outcome.rejection_reasons == ("continuation_started_indeterminate",)
+    return fact["payload"]
+
+
+def test_kill_after_the_rebaseline_transition_committed(tmp_path: Path) -> None:
+    from tests.maka_ref.boundary.test_restore import users_state
+
+    ws, before, _ = parked_session(tmp_path)
+    child = spawn_until_failpoint(
+        ["resume", "--workspace", str(ws), "--rebaseline"], tmp_path, "after_workspace_transition_committed",
+        flag=True, MAKA_REF_CHECKPOINT_FAILPOINT="after_workspace_transition_committed")
+    kill_and_reap(child)
+    payload = assert_started_indeterminate_with_new_boundary(ws, tmp_path, "maka.workspace.rebaselined")
+    assert payload["affectedPaths"] == ["README.md"]
+    assert payload["boundary"]["checkpointRef"] in maka_refs(ws)  # no fact names a missing artifact
+    assert users_state(ws) == before
+
+
+def test_kill_after_the_restore_transition_committed(tmp_path: Path) -> None:
+    from tests.maka_ref.boundary.test_restore import users_state
+
+    ws, before, refs = parked_session(tmp_path)
+    dest = tmp_path / "restored"
+    child = spawn_until_failpoint(
+        ["resume", "--workspace", str(ws), "--restore-into", str(dest)], tmp_path,
+        "after_workspace_transition_committed", flag=True,
+        MAKA_REF_CHECKPOINT_FAILPOINT="after_workspace_transition_committed")
+    kill_and_reap(child)
+    payload = assert_started_indeterminate_with_new_boundary(ws, tmp_path, "maka.workspace.restored")
+    marker = json.loads((dest / ".maka-workspace.json").read_text())
+    assert payload["boundary"]["workspaceIdentity"] == "workspace:v1:" + marker["workspaceId"]
+    assert payload["boundary"]["checkpointRef"] == payload["from"]["checkpointRef"] == refs[-1]
+    assert (dest / "README.md").read_text() == "hello\n" and (dest / "notes.txt").read_text() == "after"
+    assert users_state(ws) == before
+
+
+def test_kill_after_the_restore_was_published(tmp_path: Path) -> None:
+    """§8 ``after_restore_published``: a complete destination and no fact naming it (the start's
+    transaction never committed); the lineage still parks — first on the claim-only state
+    (spec 20 §3.5), and once startup repair abandoned the claim, on the abandoned target's
+    unauthorized identity; a retry needs a new destination (``restore_target_exists``), and one
+    restores from the old current boundary (the abandoned target's lineage)."""
+    from maka_ref._boundary.commands import CommandError, resume_with_intent
+    from maka_ref._continuation.lifecycle import LifecycleLog
+    from maka_ref._repair import repair_workspace
+    from tests.maka_ref.boundary.test_restore import users_state
+
+    ws, before, refs = parked_session(tmp_path)
+    facts_before = lineage_facts(ws)
+    dest = tmp_path / "restored"
+    child = spawn_until_failpoint(
+        ["resume", "--workspace", str(ws), "--restore-into", str(dest)], tmp_path, "after_restore_published",
+        flag=True, MAKA_REF_CHECKPOINT_FAILPOINT="after_restore_published")
+    kill_and_reap(child)
+    assert (dest / "README.md").read_text() == "hello\n" and (dest / "notes.txt").read_text() == "after"
+    assert not (dest / ".maka-workspace.json").exists()  # killed before the identity was resolved
+    assert lineage_facts(ws) == facts_before and boundary_refs(ws) == refs  # no fact names the destination
+    assert users_state(ws) == before
+    first = resume_none(ws, tmp_path)
+    assert first.parked and first.rejection_reasons == ("continuation_claim_repair_required",)
+    repair_workspace(ws)  # abandons the claim (spec 20 §4.5): the never-started target ends `failed`
+    second = resume_none(ws, tmp_path)
+    # a plain resume now plans from the abandoned target (spec 20 §8 item 89), whose header names
+    # the destination's identity, which no fact authorized: it parks
+    assert second.parked and second.rejection_reasons == ("workspace_identity_mismatch",)
+    with pytest.raises(CommandError) as caught:
+        resume_with_intent(str(ws), intent="restore", destination=str(dest), flag=True,
+                           lifecycle_log=LifecycleLog(tmp_path / "life-retry.jsonl"))
+    assert caught.value.code == "restore_target_exists"
+    outcome, fact = resume_with_intent(str(ws), intent="restore", destination=str(tmp_path / "again"), flag=True,
+                                       lifecycle_log=LifecycleLog(tmp_path / "life-again.jsonl"))
+    assert not outcome.parked and fact is not None and fact["from"]["checkpointRef"] == refs[-1]
+    assert users_state(ws) == before

@@ -218,3 +218,22 @@ def test_cli_resume_restore_into(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert document["workspaceTransition"]["protocol"] == "workspace_restored_v1"
     assert document["run"]["workspace"] == str(dest) and (dest / "notes.txt").read_text() == "after"
     assert users_state(ws) == before
+
+
+def test_restore_allowed_when_the_directory_was_replaced(tmp_path: Path) -> None:
+    """§6.3, §12 item 35: the marker is gone (a new identity): a plain resume parks
+    ``workspace_identity_mismatch``, an isolated restore goes ahead — the continuation never
+    runs in the replaced directory, and its fact's ``from`` is the old boundary."""
+    ws = repo(tmp_path)
+    summary, _ = crashed(ws)
+    old_identity = header(ws, summary.session_id, summary.run_id)["workspaceIdentity"]
+    (ws / ".maka-workspace.json").unlink()
+    parked, _ = resume_with_intent(str(ws), intent="none", flag=True, script=THREE,
+                                   lifecycle_log=LifecycleLog(tmp_path / "life-none.jsonl"))
+    assert parked.parked and parked.rejection_reasons == ("workspace_identity_mismatch",)
+    before = users_state(ws)
+    dest = tmp_path / "restored"
+    outcome, fact = restore(ws, tmp_path, dest)
+    assert not outcome.parked and outcome.summary.status == "completed", outcome.to_json()
+    assert fact["from"]["workspaceIdentity"] == old_identity != fact["boundary"]["workspaceIdentity"]
+    assert (dest / "more.txt").read_text() == "continued" and users_state(ws) == before
