@@ -31,8 +31,10 @@ sub-workspace of the trial's workspace):
 
 ``race`` (one trial per point; the ``expected`` setup): reconciler A is armed at the point with
 ``action: "stop"`` (protocol §4.4) and stops itself there; reconciler B reconciles the same
-operation; then A is continued. At ``reconcile_inside_bundle`` A stops inside its bundle
-transaction, so B waits for the store's write lock (or fails with a stable code) and A wins.
+operation to its end; then A is continued, and its commit meets an operation settled meanwhile.
+At ``reconcile_inside_bundle`` (``insideTransaction`` in the catalogue) A stops inside its
+bundle transaction, so B waits for the store's write lock (or fails with a stable code): A is
+continued after a short grace and wins.
 Checks (§5.7): exactly one bundle; one reconciler reports committing it and the other commits
 nothing and says ``already_settled`` (or answers ``ok: false`` with a stable code); the target
 untouched; no tool start.
@@ -66,7 +68,8 @@ WRITTEN = "port = 8080\nhost = localhost\n"
 OUTSIDE = b"port = 9999  # changed by hand after the crash\n"
 #: A stable code: snake_case (protocol §7's error values).
 _CODE = re.compile(r"^[a-z][a-z0-9_]*$")
-#: How long B may wait on A (stopped inside its bundle transaction) before A is continued.
+#: How long B may wait on A stopped inside its bundle transaction (the catalogue's
+#: ``insideTransaction``) before A is continued: B is then blocked on the store's write lock.
 _RACE_GRACE_S = 0.5
 
 
@@ -349,7 +352,9 @@ def _race_trial(ctx: Any, point: Any, info: Mapping[str, Any], setup: Mapping[st
     b_reply: list[Any] = []
     thread = threading.Thread(target=lambda: b_reply.append(_safe_call(b, params, ctx.remaining())), daemon=True)
     thread.start()
-    thread.join(_RACE_GRACE_S)
+    # Outside the bundle transaction B runs to its end first, so A's commit meets a settled
+    # operation (§5.7's refusal path, deterministic); inside it A holds the write lock, B waits.
+    thread.join(_RACE_GRACE_S if point.raw.get("insideTransaction") else min(60.0, ctx.remaining()))
     evidence["bWaitedOnA"] = thread.is_alive()
     os.kill(a.pid, signal.SIGCONT)
     late = await_late_reply(a, min(30.0, ctx.remaining()))
