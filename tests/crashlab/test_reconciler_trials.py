@@ -143,12 +143,12 @@ def test_a_racing_loser_that_claims_the_bundle_fails_loser_commits_nothing() -> 
 
 def test_a_bundle_committed_in_two_transactions_is_caught_by_a_kill_inside_it() -> None:
     spec = TrialSpec("reconcile_inside_bundle", "live", "kill", protocol=T1,
-                     command=mutant("runtime-reconcile-bundle-not-atomic"))
+                     command=mutant("crash-reconcile-bundle-not-atomic"))
     result = run_trial(spec, timeout=120)
     assert result.outcome == "failed"
     bad = failed(result)
     assert "a partial or repeated bundle" in bad["bundle_whole"] and "nothing_committed" in bad
     # the same broken build passes every trial that kills nowhere inside the bundle
     clean = run_trial(TrialSpec("reconcile_after_observation", "live", "race", protocol=T1,
-                                command=mutant("runtime-reconcile-bundle-not-atomic")), timeout=120)
+                                command=mutant("crash-reconcile-bundle-not-atomic")), timeout=120)
     assert clean.outcome == "passed", clean.message

@@ -129,8 +129,8 @@ def apply_loser_claims_completed() -> None:
     spec-phase3 §5.7: the second reconciler answers ``reconcile_already_settled``; protocol
     §4.3.1: ``completed`` means this call committed the one bundle, so two racers both saying so
     is a lie about one bundle. Only a real race reaches that path (a sequential rerun stops
-    before the store), so it is killed by the crash lab's race trials at the reconciler's
-    points (``CRASH-reconcile-*-live-race``, ``crashlab/_lab/faults/reconciler.py``)."""
+    before the store). Killed by CRASH-reconcile-after-decision-live-race (and the race trials
+    at the other two reconciler points, ``crashlab/_lab/faults/reconciler.py``)."""
     import importlib
 
     reconciler = importlib.import_module(_RECONCILER)
@@ -147,7 +147,7 @@ def apply_loser_claims_completed() -> None:
     wrap(_RECONCILER, "reconcile_operation", factory)
 
 
-@mutant("runtime-reconcile-bundle-not-atomic", layer="crash", spec="spec-phase3 §5.6; 30 §2.5",
+@mutant("crash-reconcile-bundle-not-atomic", layer="crash", spec="spec-phase3 §5.6; 30 §2.5",
         family="CRASH-reconcile-inside-bundle-live-kill", keyword="CRASH-reconcile-inside-bundle-live-kill")
 def apply_bundle_not_atomic() -> None:
     """The reconciler's bundle is committed in two transactions: the reconcile fact (and its
@@ -156,8 +156,8 @@ def apply_bundle_not_atomic() -> None:
     spec-phase3 §5.6 and spec 30 §2.5: a kill inside the bundle rolls it back whole — events
     ``[call, dispatch]``, state ``prepared``. Here a kill at ``reconcile_inside_bundle`` leaves a
     reconcile fact without a decision, which a rerun cannot complete. Nothing but a real kill
-    inside the transaction shows it: killed by the crash lab's kill trial there
-    (``CRASH-reconcile-inside-bundle-live-kill``)."""
+    inside the transaction shows it. Killed by CRASH-reconcile-inside-bundle-live-kill (and
+    CRASH-reconcile-after-decision-live-kill, whose second kill lands there)."""
     from maka_ref._store.engine.failpoints import reconciling
 
     def factory(original: Any) -> Any:
