@@ -181,7 +181,7 @@ def apply_observer_follows_final_link() -> None:
     spec-phase3 §4.2 step 3 and §8 item 6: the final component is ``lstat``-ed and never
     followed; a link at the target is ``{"type": "symlink"}``, row 4 ``diverged``. The
     directories on the way stay confined, so RECONCILE-ROW-004 (a link *on the way*) does not
-    see it; killed by RECONCILE-STATES-001..003 (kinds ``symlink-inside``, ``symlink-outside``)."""
+    see it. Killed by RECONCILE-STATES-001..003 (kinds ``symlink-inside``, ``symlink-outside``)."""
     import hashlib
     import stat
 
