@@ -69,6 +69,7 @@ def test_a_kill_at_each_point_then_a_second_kill_then_one_settlement_passes_on_t
     # per setup (expected, prior, outside): the tool's kill and two reconciler kills, each proved real
     assert names.count("kill_was_real") == 9
     assert names.count("settled_once") == 3 and names.count("nothing_committed") == 6
+    assert names.count("setup_effects") == 3 and names.count("projection_consistent") == 3
     assert {"bundle_whole", "target_untouched", "effect_log", "reconcile_idempotent", "repair_idempotent",
             "resume_outcome", "outside_write_survives", "no_survivors"} <= set(names)
     killed = [c.detail for c in result.checks if c.name == "kill_was_real" and "runtime.reconcile" in c.detail]

@@ -23,7 +23,8 @@ sub-workspace of the trial's workspace):
 5. a clean ``runtime.reconcile`` settles the operation exactly once with the setup's outcome,
    observation and reason (completed / ``matches_expected_state``; parked /
    ``matches_prior_state``; parked / ``diverged``, the outside bytes surviving); a second one
-   commits nothing (``already_settled``);
+   commits nothing (``already_settled``); a projection is stable, reading never writes, and
+   every run's resolution equals ``maka_ref``'s on its events;
 6. ``runtime.repair`` twice (the second writes nothing), ``runtime.resume``: past a completed
    operation the run continues; a parked one keeps the run parked (spec-phase3 §5.4: a prior
    state or an outside change is for a human or a new model call, never a redo); the effect
@@ -52,7 +53,14 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from crashlab._lab.drive import DriveError, Unreached, _until, ok
-from crashlab._lab.faults._shared import FaultNotApplicable, await_late_reply, effect_lines, reply_code, wait_stopped
+from crashlab._lab.faults._shared import (
+    FaultNotApplicable,
+    await_late_reply,
+    consistent_projection,
+    effect_lines,
+    reply_code,
+    wait_stopped,
+)
 from crashlab._lab.oracles import label
 
 __all__ = ["REQUIRED_CAPABILITIES", "run_reconciler"]
@@ -198,9 +206,9 @@ def _kill_trial(ctx: Any, point: Any, info: Mapping[str, Any], setup: Mapping[st
     ws = Path(ctx.workspace) / setup["id"]
     op, reader, before = _crashed_tool(ctx, ws, setup)
     evidence = ctx.evidence.setdefault("reconciler", {}).setdefault(setup["id"], {"operationId": op})
-    if len(_starts(before, op)) != setup["effects"]:
-        ctx.record("setup_effects", False, f"{tag} the effect log holds {len(_starts(before, op))} start(s) of the "
-                   f"operation after the tool's kill, the setup point allows {setup['effects']}")
+    started = len(_starts(before, op))
+    ctx.record("setup_effects", started == setup["effects"], f"{tag} the effect log holds {started} start(s) of "
+               f"the operation after the tool's kill; the setup point requires {setup['effects']}")
     kills = [point.failpoint, _next_point(point.id, info["order"])]
     for n, at in enumerate(kills):
         what = "kill" if n == 0 else "second kill, during the retry"
@@ -291,6 +299,9 @@ def _settle(ctx: Any, client: Any, ws: Path, op: str, setup: Mapping[str, Any], 
     ctx.record("reconcile_idempotent", good, f"{tag} a second runtime.reconcile " + (
         f"committed nothing ({said or 'no item'})" if good else
         f"answered {said if again.ok else reply_code(again)!r} and the store {'did not change' if quiet else 'changed'}"))
+    _, problems = consistent_projection(client, str(ws))  # reading never writes; maka_ref agrees
+    ctx.record("projection_consistent", not problems, f"{tag} " + ("; ".join(problems) if problems else
+               "two projections identical, ledger files unchanged by reading, resolutions equal maka_ref's"))
     _repair_and_resume(ctx, client, ws, op, setup, before, tag)
 
 
