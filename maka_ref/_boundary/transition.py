@@ -22,6 +22,15 @@ tree and the new one, sorted by UTF-8 bytes, at most 1000; ``affectedPathsComple
 when the previous tree cannot be read (its artifact is missing or corrupt: every file must be
 reread, §4.2) or the list is truncated.
 
+The model notice (§7.1 step 5): :func:`rebaseline_notice` derives a text from the fact alone
+(the affected paths, or "all files" when the list is incomplete), committed as a ``role:
+system`` text event at seq 3 in the same transaction and handed to the provider after the start.
+Spec 20 §3.14 allows a continuation's provider history only what is materialized from
+RuntimeEvents, and never an extra user message; a system text event is a RuntimeEvent, and the
+replay projector skips system text (spec 20 §1.10 step 3), so later generations' replays stay
+as they were. The reference's tools keep no per-file "read before edit" state, so there is
+nothing else to mark stale (docs/spec-phase4.md §14).
+
 Isolated restore (§7.2). Order: the Phase 1 plan; the §6.2 checks (a)–(d) and (g) (a failed (d)
 is ``workspace_restore_not_covering``: restoring B's tree would undo effects the history says
 happened); ``authorize`` — the continuation's safety snapshot gets the destination's identity and
@@ -60,17 +69,42 @@ from maka_ref._events.boundary import AFFECTED_PATHS_MAX, REBASELINED_KIND, REST
 from maka_ref._events.encode import encode_runtime_event
 from maka_ref._plan.continuation.shapes import park
 from maka_ref._store.reads import read_immutable_prefix
-from maka_ref._store.workspace.boundary import current_epoch, insert_boundary_fact
+from maka_ref._store.workspace.boundary import current_epoch, insert_boundary_fact, insert_transition_notice
 from maka_ref._store.workspace.identity import resolve_workspace_identity
 
 __all__ = [
     "AFTER_TRANSITION_COMMITTED",
+    "NOTICE_PATHS_SHOWN",
     "REBASELINE_ALLOWED",
     "IsolatedRestore",
     "Rebaseline",
     "TransitionRefused",
     "affected_paths",
+    "rebaseline_notice",
 ]
+
+#: How many affected paths the notice names (the fact lists up to 1000; the rest are counted).
+NOTICE_PATHS_SHOWN = 200
+
+
+def rebaseline_notice(payload: Mapping[str, Any]) -> str:
+    """§7.1 step 5: the model's notice, derived only from the ``rebaselined`` payload — files
+    changed outside the session, which (or "all files" when the list is incomplete), and that
+    they must be reread before earlier contents are relied on."""
+    count = int(payload["affectedPathCount"])
+    if not payload["affectedPathsComplete"]:
+        which = ("Affected: all files — the previous checkpoint could not be read in full or the list was "
+                 "truncated, so treat every file as changed.")
+    elif count == 0:
+        which = "Affected: no file differs from the previous checkpoint."
+    else:
+        shown = list(payload["affectedPaths"])[:NOTICE_PATHS_SHOWN]
+        more = count - len(shown)
+        which = f"Affected paths ({count}): " + ", ".join(shown) + (f", and {more} more" if more > 0 else "") + "."
+    epoch = payload["boundary"]["workspaceEpoch"]
+    return (f"Workspace notice (rebaseline, epoch {epoch}): the files in the workspace changed outside this "
+            f"session and the user chose to continue from their current state. {which} Reread any of these "
+            "files before relying on what you saw of them earlier; earlier reads of them are stale.")
 
 #: spec-phase4 §8: after the start + transition transaction, before the provider call.
 AFTER_TRANSITION_COMMITTED = "after_workspace_transition_committed"
@@ -120,6 +154,8 @@ class Rebaseline:
     previous: Mapping[str, Any] | None = None
     checks: Any = None
     fact: dict[str, Any] | None = field(default=None)
+    #: The committed notice event (§7.1 step 5); the executor adds it to the provider history.
+    model_notice: dict[str, Any] | None = None
 
     def gate(self, world: Any, session_id: str, source_run_id: str) -> Any:
         """§6.3: refused unless (a)–(c), (e), (f) pass and the full check's reason is rebaselinable
@@ -174,7 +210,18 @@ class Rebaseline:
         }
         insert_boundary_fact(conn, encode_runtime_event(event), start["ts"],
                              ref_resolver(self.carrier, self.workspace, identity, captured.commit_oid))
+        # §7.1 step 5: the notice at seq 3, in the same transaction (it exists iff the fact does);
+        # a role-system text event: the provider history of this run shows it, and later
+        # generations' replay skips system text (spec 20 §1.10 step 3), so no history grows a
+        # second user message (spec 20 §3.14)
+        notice = {
+            "id": f"{run_id}_workspace_notice", "sessionId": session_id, "invocationId": start["invocationId"],
+            "runId": run_id, "turnId": start["turnId"], "ts": start["ts"], "partial": False, "role": "system",
+            "author": "system", "content": {"kind": "text", "text": rebaseline_notice(payload)},
+        }
+        insert_transition_notice(conn, notice, start["ts"])
         self.fact = payload
+        self.model_notice = notice
 
 
 def _fact_event(start: Mapping[str, Any], suffix: str, kind: str, payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -198,6 +245,8 @@ class IsolatedRestore:
     new_workspace_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     source: Mapping[str, Any] | None = None
     fact: dict[str, Any] | None = None
+    #: None: §7.2 asks for no model notice (the destination holds exactly the boundary's tree).
+    model_notice: dict[str, Any] | None = None
 
     @property
     def new_identity(self) -> str:

@@ -254,7 +254,9 @@ def execute_continuation(
     workspace transition fact at seq 2; if it raises, neither the start nor the fact commits. Its
     ``committed()`` method, when it has one, is called right after that transaction commits and
     before the provider may be called (the spec-phase4 §8 point
-    ``after_workspace_transition_committed``).
+    ``after_workspace_transition_committed``); its ``model_notice``, when set, is an event it
+    committed in that transaction and joins the provider history after the start (the
+    rebaseline notice, spec-phase4 §7.1 step 5).
 
     Where the continuation works: the target header's ``cwd`` (the session's current cwd,
     ``world.read_session_cwd``) — the tools act there — while the store, its effect log and the
@@ -342,6 +344,9 @@ def execute_continuation(
         turn.store = _TerminalEventHook(store)  # type: ignore[assignment]  # the tool runtime keeps `store`
         turn.history.extend(e if isinstance(e, FrozenDict) else FrozenDict(thaw(e)) for e in c.runtime_context)
         turn.history.append(FrozenDict(start))
+        notice = getattr(start_transition, "model_notice", None)
+        if notice is not None:  # committed with the start (docs/spec-phase4.md §7.1 step 5)
+            turn.history.append(FrozenDict(notice))
         status, error, finalize_error = turn.drive(turn.provider_loop)
         if finalize_error is None:  # terminal event, header and operational event all committed
             continuation_failpoint("after_terminal_header_committed")

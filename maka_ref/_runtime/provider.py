@@ -12,6 +12,10 @@ Script format (``script.schema.json``, JSON Schema 2020-12, checked with ``jsons
     {"userMessage": "...", "protocol": "t1_after_preflight_v1" | "legacy",
      "steps": [{"text": "..."} | {"toolCalls": [{"id", "name", "args"}, ...]}, ...]}
 
+A step may also carry ``expectSystemText`` (strings): the provider then refuses to answer it
+(``script_expectation_unmet``) unless the history it is given holds a ``role: system`` text
+event containing each — a test's way to prove a runtime notice reached the model.
+
 A text-only step ends the turn. Beyond the schema, provider tool-call ids must be unique
 within the script (one invocation scopes call ids; a repeat would be ``duplicate_call``
 corruption in the ledger). Asking past the last step raises :class:`ScriptExhaustedError`.
@@ -41,7 +45,7 @@ from maka_ref._codec.jsontext import check_strict_json, parse_json
 from maka_ref._errors import InvalidJSONTextError, NotStrictJSONError
 from maka_ref._events.predicates import has_model_visible_content
 from maka_ref._runtime._schemacheck import Predicate, compile_schema
-from maka_ref._runtime.errors import ScriptError, ScriptExhaustedError
+from maka_ref._runtime.errors import RuntimeLoopError, ScriptError, ScriptExhaustedError
 
 __all__ = [
     "LEGACY_PROTOCOL",
@@ -83,6 +87,9 @@ class ModelStep:
     index: int
     text: str | None
     tool_calls: tuple[ToolCallRequest, ...]
+    #: Strings a role-system text event of the history must contain before this step is
+    #: answered (``expectSystemText``): how a test asserts that a runtime notice reached the model.
+    expect_system_text: tuple[str, ...] = ()
 
     @property
     def ends_turn(self) -> bool:
@@ -101,9 +108,12 @@ class Script:
         steps: list[dict[str, Any]] = []
         for step in self.steps:
             if step.ends_turn:
-                steps.append({"text": step.text})
+                item: dict[str, Any] = {"text": step.text}
             else:
-                steps.append({"toolCalls": [{"id": c.id, "name": c.name, "args": c.args} for c in step.tool_calls]})
+                item = {"toolCalls": [{"id": c.id, "name": c.name, "args": c.args} for c in step.tool_calls]}
+            if step.expect_system_text:
+                item["expectSystemText"] = list(step.expect_system_text)
+            steps.append(item)
         return {"userMessage": self.user_message, "protocol": self.protocol, "steps": steps}
 
 
@@ -186,8 +196,9 @@ def load_script(source: "Script | Mapping[str, Any] | str | os.PathLike[str]") -
     steps: list[ModelStep] = []
     seen_ids: set[str] = set()
     for index, raw in enumerate(value["steps"]):
+        expect = tuple(raw.get("expectSystemText", ()))
         if "text" in raw:
-            steps.append(ModelStep(index, raw["text"], ()))
+            steps.append(ModelStep(index, raw["text"], (), expect))
             continue
         calls: list[ToolCallRequest] = []
         for position, call in enumerate(raw["toolCalls"]):
@@ -206,7 +217,7 @@ def load_script(source: "Script | Mapping[str, Any] | str | os.PathLike[str]") -
                     detail=f"steps/{index}/toolCalls/{position}/args{exc.detail or ''}",
                 ) from None
             calls.append(ToolCallRequest(call["id"], call["name"], freeze(call["args"])))
-        steps.append(ModelStep(index, None, tuple(calls)))
+        steps.append(ModelStep(index, None, tuple(calls), expect))
     return Script(value["userMessage"], value["protocol"], tuple(steps))
 
 
@@ -259,4 +270,22 @@ class ScriptedProvider:
                 "(the last step must be a text-only step that ends the turn)",
                 detail=f"steps/{index}",
             )
-        return self.script.steps[index]
+        step = self.script.steps[index]
+        if step.expect_system_text:
+            _check_system_text(history, step)
+        return step
+
+
+def _check_system_text(history: Sequence[Any], step: ModelStep) -> None:
+    """``expectSystemText``: every string occurs in some non-partial ``role: system`` text event
+    of ``history`` (what the model was shown), else the run fails ``script_expectation_unmet``."""
+    texts = [
+        event["content"].get("text", "") for event in history
+        if isinstance(event, Mapping) and event.get("role") == "system" and event.get("partial") is not True
+        and isinstance(event.get("content"), Mapping) and event["content"].get("kind") == "text"
+    ]
+    missing = [wanted for wanted in step.expect_system_text if not any(wanted in text for text in texts)]
+    if missing:
+        raise RuntimeLoopError(
+            f"model step {step.index} expected a system notice containing {missing[0]!r}; the history holds "
+            f"{len(texts)} system text event(s)", code="script_expectation_unmet", detail=f"steps/{step.index}")

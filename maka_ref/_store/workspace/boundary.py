@@ -44,6 +44,7 @@ from typing import Any
 
 from maka_ref._events.boundary import (
     BOUNDARY_CAPTURED_KIND,
+    REBASELINED_KIND,
     RESTORED_KIND,
     boundary_fact_issue,
     ref_uuid,
@@ -63,7 +64,7 @@ from maka_ref._store.insert.primitive import (
 )
 from maka_ref._store.reads import read_immutable_prefix
 from maka_ref._store.runtime_store import RuntimeStore
-from maka_ref._store.writers.generic import WORKSPACE_AUTHORITY_SESSION_ID
+from maka_ref._store.writers.generic import WORKSPACE_AUTHORITY_SESSION_ID, pre_validate_generic
 
 __all__ = [
     "ArtifactCheck",
@@ -71,6 +72,7 @@ __all__ = [
     "commit_workspace_boundary",
     "current_epoch",
     "insert_boundary_fact",
+    "insert_transition_notice",
     "newest_restored_run",
     "session_boundary_facts",
     "validate_boundary_event",
@@ -202,6 +204,35 @@ def insert_boundary_fact(
     if seq != high_water + 1:
         raise _fail("Workspace boundary fact must directly follow its prefix", "workspace_boundary_high_water_changed")
     return BoundaryCommitResult(event_id, seq, created)
+
+
+def insert_transition_notice(conn: sqlite3.Connection, raw: Any, committed_at: float) -> int:
+    """The model notice of a rebaseline (spec-phase4 §7.1 step 5), in the transaction of its
+    fact: a plain ``role: system`` text event (no ``actions``), at the seq right after a
+    ``rebaselined`` fact of the same run (seq 3). Why in the same transaction: the notice is
+    derived only from the fact, so it exists exactly when the fact does — no provider call can
+    follow the transition without it. Returns the ``event_seq``."""
+    encoded = pre_validate_generic(raw)
+    event = encoded.event
+    content = event.get("content")
+    if (
+        event.get("role") != "system"
+        or event.get("author") != "system"
+        or "actions" in event
+        or not isinstance(content, Mapping)
+        or content.get("kind") != "text"
+    ):
+        raise _fail("A transition notice is one system text event", "invalid_workspace_fact")
+    session_id, run_id = event["sessionId"], event["runId"]
+    last = _last_event_seq(conn, session_id, run_id)
+    row = conn.execute(
+        "SELECT json_extract(payload_json, '$.actions.workspaceBoundary.kind') FROM runtime_events "
+        "WHERE session_id = ? AND run_id = ? AND event_seq = ?", (session_id, run_id, last)).fetchone()
+    if row is None or row[0] != REBASELINED_KIND:
+        raise _fail("A transition notice must directly follow its rebaselined fact", "invalid_workspace_fact")
+    check_run_sealed(conn, session_id, run_id)
+    seq, _created = insert_event(conn, encoded, committed_at, allow_exact_duplicate=False)
+    return seq
 
 
 def commit_workspace_boundary(

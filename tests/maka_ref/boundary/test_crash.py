@@ -171,7 +171,7 @@ def resume_none(ws: Path, tmp_path: Path) -> Any:
 def assert_started_indeterminate_with_new_boundary(ws: Path, tmp_path: Path, kind: str) -> dict[str, Any]:
     """§8 ``after_workspace_transition_committed``: the start and the transition fact are
     durable together (epoch 2 at seq 2 of the target), the provider was never called (the
-    target holds exactly those two events), and the source parks
+    target holds those two events, plus a rebaseline's notice), and the source parks
     ``continuation_started_indeterminate`` (spec 20 §3.5 step 10); in the target's lineage the
     new boundary is current and the old one superseded (§6.1)."""
     from maka_ref._boundary.lineage import boundary_facts, current_boundary, lineage_runs
@@ -187,7 +187,11 @@ def assert_started_indeterminate_with_new_boundary(ws: Path, tmp_path: Path, kin
             session_id = conn.execute("SELECT session_id FROM runtime_events WHERE run_id = ?",
                                       (target_run,)).fetchone()[0]
         events = store.read_run_events(session_id, target_run)
-        assert len(events) == 2 and "continuationStart" in events[0]["actions"]
+        assert "continuationStart" in events[0]["actions"]
+        # the provider was never called: after the start and the fact only the rebaseline's
+        # notice (§7.1 step 5, same transaction) — no model event
+        assert [e.get("role") for e in events[2:]] == (["system"] if kind.endswith("rebaselined") else [])
+        assert all("content" not in e or e["role"] == "system" for e in events)
         runs = lineage_runs(lambda run_id: store.read_run_events(session_id, run_id), target_run)
         facts = [f for run_id in runs for f in boundary_facts(run_id, store.read_run_events(session_id, run_id))]
     finally:

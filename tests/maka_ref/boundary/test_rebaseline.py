@@ -87,3 +87,59 @@ def test_rebaseline_needs_a_checkpoint_session(tmp_path: Path) -> None:
     outcome, fact = resume(ws, tmp_path, "rebaseline")
     assert outcome.parked and outcome.rejection_reasons == ("workspace_checkpoint_unavailable",)
     assert fact is None
+
+
+def test_the_first_provider_request_after_a_rebaseline_carries_the_notice(tmp_path: Path) -> None:
+    """§7.1 step 5: the notice is a committed ``role: system`` text event (seq 3, the fact's
+    transaction), derived from the fact, in the history of the first provider call; the
+    scripted provider asserts it (``expectSystemText``), and a script expecting a notice the
+    history lacks fails ``script_expectation_unmet``."""
+    from tests.maka_ref.runtime.support import T1, script
+
+    ws = repo(tmp_path)
+    summary, _ = crashed(ws)
+    write(ws / "README.md", "edited by the user\n")
+    write(ws / "new.txt", "added\n")
+    expecting = script(T1, [{"toolCalls": [{"id": "call-1", "name": "Write",
+                                            "args": {"path": "notes.txt", "content": "after"}}]},
+                            {"text": "done", "expectSystemText": ["Affected paths (2): README.md, new.txt.",
+                                                                  "Reread"]}])
+    outcome, fact = resume_with_intent(str(ws), intent="rebaseline", flag=True, script=expecting,
+                                       lifecycle_log=LifecycleLog(tmp_path / "life.jsonl"))
+    assert not outcome.parked and outcome.summary.status == "completed", outcome.to_json()
+    with RuntimeStore.open_read_only(ws) as store:
+        events = store.read_run_events(summary.session_id, outcome.summary.run_id)
+    notice = events[2]
+    assert (notice["role"], notice["author"], notice["content"]["kind"]) == ("system", "system", "text")
+    assert "README.md, new.txt" in notice["content"]["text"] and "actions" not in notice
+    from maka_ref._boundary.transition import rebaseline_notice
+
+    assert notice["content"]["text"] == rebaseline_notice(fact)  # derived from the fact alone
+
+
+def test_a_script_expecting_a_notice_fails_without_one(tmp_path: Path) -> None:
+    """The assertion is real: a plain resume (no rebaseline, so no notice) of a script that
+    expects one ends ``failed`` with ``script_expectation_unmet`` before the step is answered."""
+    from tests.maka_ref.runtime.support import T1, script
+
+    ws = repo(tmp_path)
+    crashed(ws)
+    expecting = script(T1, [{"toolCalls": [{"id": "call-1", "name": "Write",
+                                            "args": {"path": "notes.txt", "content": "after"}}]},
+                            {"text": "done", "expectSystemText": ["Workspace notice"]}])
+    outcome, _ = resume_with_intent(str(ws), intent="none", flag=True, script=expecting,
+                                    lifecycle_log=LifecycleLog(tmp_path / "life.jsonl"))
+    assert outcome.summary.status == "failed"
+    assert outcome.summary.error["code"] == "script_expectation_unmet"
+
+
+def test_an_incomplete_rebaseline_notice_says_all_files(tmp_path: Path) -> None:
+    from maka_ref._boundary.transition import rebaseline_notice
+
+    ws = repo(tmp_path)
+    crashed(ws)
+    for ref in maka_refs(ws):
+        git(ws, "update-ref", "-d", ref)
+    outcome, fact = resume(ws, tmp_path, "rebaseline")
+    assert not outcome.parked and fact["affectedPathsComplete"] is False
+    assert "all files" in rebaseline_notice(fact)
