@@ -220,6 +220,15 @@ def group_evidence() -> tuple[str, str, list[dict[str, Any]]]:
     dec("infinity-in-result", "spec-phase3 §2.2 row 2",
         "A number literal that overflows a double (1e400, +Infinity) is not strict JSON: evidence_not_strict_json.",
         {"evidenceJson": infinity}, refused("evidence_not_strict_json"))
+    deep = "[" * 600 + "]" * 600
+    dec("nesting-beyond-500", "spec-phase3 §2.2 row 2",
+        "result holding 600 nested arrays is nested beyond 500 (spec 10 §2.3): evidence_not_strict_json.",
+        {"evidenceJson": WRITE_CANONICAL.replace('"result":{"bytesWritten":5,', '"result":{"deep":' + deep + ',"bytesWritten":5,')},
+        refused("evidence_not_strict_json"))
+    dec("size-spelled-5-0", "spec-phase3 §2.1; 10 §2.4",
+        "A size spelled 5.0 in the text is the number 5 (IEEE doubles): the record decodes to the canonical text with 5.",
+        {"evidenceJson": WRITE_CANONICAL.replace('"size":5,', '"size":5.0,')},
+        {"resultSubset": {"ok": True, "evidenceJson": WRITE_CANONICAL, "evidenceDigest": evidence_digest_of(WRITE_CANONICAL)}})
     dec("negative-zero-top-level", "spec-phase3 §2.2 row 2",
         "The text `-0`: strict-JSON check (row 2) comes before the object check (row 3).",
         {"evidenceJson": "-0"}, refused("evidence_not_strict_json"))
@@ -317,6 +326,14 @@ def group_evidence() -> tuple[str, str, list[dict[str, Any]]]:
     dec("target-reserved-name-deeper-is-fine", "spec-phase3 §1.5",
         "Only the first component is checked against the reserved names: src/.git-notes/x.txt is a canonical target.",
         {"evidence": deep_ok}, decoded(deep_ok))
+    drive = with_(WRITE_RECORD, targetPath="C:x")
+    dec("target-drive-letter-is-a-name", "spec-phase3 §1.5; spec-phase3 §2.2 row 12",
+        "§1.5's syntax list has no drive forms: C:x is a canonical target (a file name on POSIX).",
+        {"evidence": drive}, decoded(drive))
+    dec("target-lone-surrogate", "spec-phase3 §1.5; spec-phase3 §2.2 row 12",
+        "A targetPath holding a lone surrogate (JSON text \\ud800) is not valid Unicode: evidence_target_invalid.",
+        {"evidenceJson": WRITE_CANONICAL.replace('"targetPath":"notes.txt"', '"targetPath":"a\\ud800b"')},
+        refused("evidence_target_invalid"))
     long_ok = with_(WRITE_RECORD, targetPath="d/" + "x" * 255)
     dec("target-component-255-bytes", "spec-phase3 §1.5", "A component of exactly 255 bytes is allowed.",
         {"evidence": long_ok}, decoded(long_ok))

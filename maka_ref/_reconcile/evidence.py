@@ -146,7 +146,6 @@ _MAX_SAFE_INTEGER: Final = 2**53 - 1
 _WORKSPACE_IDENTITY: Final = re.compile(
     r"workspace:v1:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}\Z"
 )
-_DRIVE: Final = re.compile(r"[A-Za-z]:")
 _STATE_KEYS: Final = FrozenDict(
     {
         "absent": (frozenset({"type"}), frozenset({"type"})),
@@ -301,7 +300,7 @@ def target_path_problem(path: object) -> str | None:
     """Why ``path`` is not a canonical target (spec-phase3 §1.5), or None when it is one.
 
     One ``/`` between components; no empty, ``.`` or ``..`` component; no NUL or ``\\``; not
-    absolute (nor a drive form); the first component not a reserved runtime name
+    absolute (no leading ``/``); the first component not a reserved runtime name
     (case-insensitively); every component valid Unicode of at most 255 UTF-8 bytes; the whole
     path at most 4096 UTF-8 bytes.
     """
@@ -309,7 +308,7 @@ def target_path_problem(path: object) -> str | None:
         return "not a non-empty string"
     if "\x00" in path or "\\" in path:
         return "contains NUL or a backslash"
-    if path.startswith("/") or _DRIVE.match(path):
+    if path.startswith("/"):  # §1.5's list is closed: "C:x" is a name on POSIX, not a drive
         return "is absolute"
     try:
         encoded = path.encode("utf-8")
@@ -343,8 +342,56 @@ def decode_evidence_text(text: object) -> FileEvidence | Invalid:
     try:
         value = parse_json(text)
     except Exception as exc:  # noqa: BLE001 - decoding answers a code for every input
+        if _is_one_json_document(text):  # one document, refused only for its depth: row 2, not row 1
+            return Invalid("evidence_not_strict_json", str(exc))
         return Invalid("evidence_not_json", str(exc))
     return decode_evidence(value)
+
+
+_JSON_TOKEN: Final = re.compile(
+    r'[ \t\n\r]*(?:(?P<open>[\[{])|(?P<close>[\]}])|(?P<comma>,)|(?P<colon>:)'
+    r'|(?P<string>"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*")'
+    r'|(?P<scalar>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null))'
+)
+
+
+def _is_one_json_document(text: str) -> bool:
+    """Whether ``text`` is exactly one JSON document (RFC 8259 grammar, any depth).
+
+    Why its own check: the shared parser refuses nesting beyond 500 the same way it refuses
+    malformed text, but spec-phase3 §2.2 gives them different codes (row 1 ``not_json``, row 2
+    ``not_strict_json``). Iterative, so no depth can exhaust the interpreter's stack; only run
+    when the parser has already refused the text.
+    """
+    stack: list[str] = []  # "[" or "{" per open container
+    expect = "value"  # value | value_or_close | key | key_or_close | colon | comma_or_close | end
+    pos = 0
+    while True:
+        match = _JSON_TOKEN.match(text, pos)
+        if match is None:
+            return expect == "end" and text[pos:].strip(" \t\n\r") == ""
+        pos = match.end()
+        kind = match.lastgroup
+        if expect in ("value", "value_or_close") and kind in ("open", "string", "scalar"):
+            if kind == "open":
+                stack.append(match.group("open"))
+                expect = "value_or_close" if match.group("open") == "[" else "key_or_close"
+                continue
+        elif expect in ("key", "key_or_close") and kind == "string":
+            expect = "colon"
+            continue
+        elif expect == "colon" and kind == "colon":
+            expect = "value"
+            continue
+        elif expect == "comma_or_close" and kind == "comma":
+            expect = "value" if stack[-1] == "[" else "key"
+            continue
+        elif kind == "close" and stack and expect.endswith("_or_close") and \
+                "[{".index(stack[-1]) == "]}".index(match.group("close")):
+            stack.pop()
+        else:
+            return False
+        expect = "comma_or_close" if stack else "end"
 
 
 def decode_evidence(value: object) -> FileEvidence | Invalid:

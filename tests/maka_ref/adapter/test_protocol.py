@@ -223,7 +223,7 @@ def test_every_golden_vector_through_one_adapter(adapter: Adapter) -> None:
 
     vectors = list(iter_vectors())
     assert len([v for v in vectors if PROTOCOL_OPERATIONS[v.operation].startswith("ledger.")]) == 371
-    assert len(vectors) == 544  # + the Phase 3 (reconcile.*) and Phase 4 (checkpoint.*) families
+    assert {PROTOCOL_OPERATIONS[v.operation].split(".")[0] for v in vectors} == {"ledger", "reconcile", "checkpoint"}
 
     def run(operation: str, input_: Mapping[str, Any]) -> Any:
         response = adapter.call(PROTOCOL_OPERATIONS[operation], input_, ok=None)

@@ -188,7 +188,6 @@ CODE_CASES: list[tuple[str, str, Any]] = [
     ("evidence_target_invalid", "reserved, other case", _with(_set("targetPath", "RUNTIME.SQLITE"))),
     ("evidence_target_invalid", "backslash", _with(_set("targetPath", "a\\b"))),
     ("evidence_target_invalid", "NUL", _with(_set("targetPath", "a\x00b"))),
-    ("evidence_target_invalid", "drive form", _with(_set("targetPath", "C:x"))),
     ("evidence_target_invalid", "lone surrogate", _with(_set("targetPath", "a\ud800"))),
     ("evidence_target_invalid", "component of 256 bytes", _with(_set("targetPath", "a" * 256))),
     ("evidence_target_invalid", "path of 4097 bytes", _with(_set("targetPath", "/".join(["b" * 200] * 20) + "/" + "c" * 77))),
@@ -254,6 +253,15 @@ def test_order_protocol_before_key_set_before_fields() -> None:
     assert _code(record) == "evidence_identity_invalid"
 
 
+def test_depth_is_row_2_and_malformed_text_row_1() -> None:
+    """spec-phase3 §2.2: one JSON document nested beyond 500 is ``evidence_not_strict_json``
+    (row 2), however deep; text that is not one document stays ``evidence_not_json`` (row 1)."""
+    for depth in (501, 600, 5000):
+        assert decode_evidence_text("[" * depth + "]" * depth).code == "evidence_not_strict_json"  # type: ignore[union-attr]
+    for text in ("[" * 600, "[" * 600 + "]" * 599, "[" * 600 + "]" * 600 + "x", "[" * 5000 + "1,]" + "]" * 4999):
+        assert decode_evidence_text(text).code == "evidence_not_json"  # type: ignore[union-attr]
+
+
 def test_size_limit_boundary() -> None:
     """spec-phase3 §1.6: exactly MAX_FILE_BYTES is allowed, one more is not."""
     record = evidence("Write")
@@ -268,6 +276,9 @@ def test_path_length_boundary() -> None:
     assert target_path_problem("/".join(["b" * 200] * 20) + "/" + "c" * 76) is None
     assert target_path_problem("é" * 127 + "a") is None  # 255 bytes
     assert target_path_problem("é" * 128) is not None  # 256 bytes
+    # §1.5's syntax is a closed list without drive forms: "C:x" is a plain POSIX name (the
+    # reference's tools refuse such an argument, so its own evidence never holds one)
+    assert target_path_problem("C:x") is None and target_path_problem("a/C:/b") is None
 
 
 def test_mode_is_optional() -> None:
