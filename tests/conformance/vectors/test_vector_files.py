@@ -460,3 +460,20 @@ def test_checker_on_codes_pointers_and_result_subsets() -> None:
 )
 def test_schema_rejects_malformed_phase3_and_phase4_vectors(vector: dict[str, Any]) -> None:
     assert not jsonschema.Draft202012Validator(load_schema()).is_valid(_doc(vector))
+
+
+def test_every_vector_operation_is_a_protocol_operation_of_its_family_capability() -> None:
+    """The runner sends each vector as its protocol op; the clause's capability is that op's
+    (docs/protocol.md §4.1, §4.3.1, §4.6), so an implementation without the optional
+    capability sees the Phase 3/4 families as *not claimed*."""
+    from conformance.protocol import OPERATIONS
+    from conformance.suite.ledger.test_vectors import OPERATION_WIRE
+    from conformance.vectors import PROTOCOL_OPERATIONS
+
+    expected = {"evidence": "runtime.reconcile", "observation": "runtime.reconcile", "checkpoint": "workspace.checkpoint"}
+    for vector in ALL:
+        wire, capability = OPERATION_WIRE[vector.operation]
+        assert wire == PROTOCOL_OPERATIONS[vector.operation] and OPERATIONS[wire] == capability
+        assert capability == expected.get(vector.group, capability), vector.id
+        if vector.group not in expected:
+            assert wire == f"ledger.{vector.operation}" and capability.startswith("ledger."), vector.id
