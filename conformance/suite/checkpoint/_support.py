@@ -16,26 +16,38 @@ import hashlib
 import os
 import secrets
 import subprocess
+import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from conformance.clauses import ClauseMismatch, expect_ok
 from conformance.suite.test_checkpoint import _GIT_ENV, DEFAULT_POLICY
 from conformance.suite.test_runtime_crash import call_on
 
 __all__ = [
-    "RUN_TIMEOUT", "checkpoint_ref", "expect_error", "expect_same_tree", "git_bytes", "policy_with",
-    "policy_hash_of", "tree_snapshot", "write_artifact",
+    "RUN_TIMEOUT",
+    "checkpoint_ref",
+    "expect_error",
+    "expect_same_tree",
+    "git_bytes",
+    "policy_hash_of",
+    "policy_with",
+    "tree_snapshot",
+    "write_artifact",
 ]
 
 RUN_TIMEOUT = 120.0
 
 
-def git_bytes(ws: str | Path, *args: str, stdin: bytes | None = None) -> bytes:
-    """The harness's hermetic ``git`` (as in ``test_checkpoint.git``) with bytes in and out."""
+def git_bytes(ws: str | Path, *args: str, stdin: bytes | None = None, index: str | None = None) -> bytes:
+    """The harness's hermetic ``git`` (as in ``test_checkpoint.git``) with bytes in and out;
+    ``index`` names a private index file (never the user's)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
     env.update(_GIT_ENV)
+    if index is not None:
+        env["GIT_INDEX_FILE"] = index
     done = subprocess.run(["git", "-C", str(ws), *args], env=env, input=stdin if stdin is not None else b"",
                           capture_output=True, timeout=60, check=False)
     if done.returncode != 0:
@@ -112,12 +124,12 @@ def write_artifact(ws: str, identity: str, policy_hash: str, entries: Sequence[t
     ``(ref, commit oid)``. Mode ``160000`` takes a commit oid (a gitlink), the others content."""
     lines = b""
     for mode, path, payload in entries:
-        if mode == b"160000":
-            kind, oid = b"commit", payload
-        else:
-            kind, oid = b"blob", git_bytes(ws, "hash-object", "-w", "--stdin", stdin=payload).strip()
-        lines += mode + b" " + kind + b" " + oid + b"\t" + path + b"\0"
-    tree = git_bytes(ws, "mktree", "-z", "--missing", stdin=lines).strip().decode("ascii")
+        oid = payload if mode == b"160000" else git_bytes(ws, "hash-object", "-w", "--stdin", stdin=payload).strip()
+        lines += mode + b" " + oid + b"\t" + path + b"\0"
+    with tempfile.TemporaryDirectory() as scratch:  # a private index: nested paths, any mode
+        index = os.path.join(scratch, "index")
+        git_bytes(ws, "update-index", "--add", "-z", "--index-info", stdin=lines, index=index)
+        tree = git_bytes(ws, "write-tree", "--missing-ok", index=index).strip().decode("ascii")
     base = git_bytes(ws, "rev-parse", "--verify", "HEAD").strip().decode("ascii")
     text = commit_text if commit_text is not None else (
         b"tree {tree}\n"
