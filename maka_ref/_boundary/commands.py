@@ -189,6 +189,7 @@ def make_workspace_gate(carrier: GitCheckpointCarrier | None = None) -> Any:
         # the session's directory: the store's, or an isolated restore's destination (§7.2)
         root = str(world.read_session_cwd(session_id))
         gate.workspace = root  # type: ignore[attr-defined]
+        gate.boundary = None  # type: ignore[attr-defined]  # set again only when every check passes
         try:
             result = check_workspace_boundary(
                 world.store, session_id, source_run_id, root, the_carrier,
@@ -200,8 +201,27 @@ def make_workspace_gate(carrier: GitCheckpointCarrier | None = None) -> Any:
             return None
         return park(result.reason, result.message, {"check": result.check, **result.detail})
 
+    def observe(world: Any, session_id: str) -> dict[str, Any] | None:
+        """spec 20 §3.8's optional checkpoint facts, the planner's ``workspaceCheckpoint``
+        (spec-phase4 §6.2): ``{ref, restored: true, runtimeEventHighWater: Hs}`` for the run
+        resume will plan from (the newest failed/cancelled run of the session, spec 20 §3.2)
+        when every check passes, else None — the gate, which runs after the planner, then parks
+        with the reason (so a planner park still comes first). Asked again by execution
+        revalidation: a difference there is ``workspace_checkpoint_changed``."""
+        from maka_ref._plan.continuation import select_resume_candidate
+
+        candidate = select_resume_candidate(world.list_session_runs(session_id))
+        if candidate is None:
+            return None
+        source_run_id = str(candidate["runId"])
+        if gate(world, session_id, source_run_id) is not None or gate.boundary is None:
+            return None
+        high_water = len(world.store.read_run_events(session_id, source_run_id))
+        return {"ref": gate.boundary["checkpointRef"], "restored": True, "runtimeEventHighWater": high_water}
+
     gate.boundary = None  # type: ignore[attr-defined]
     gate.workspace = None  # type: ignore[attr-defined]
+    gate.observe = observe  # type: ignore[attr-defined]
     return gate
 
 
@@ -225,7 +245,7 @@ def resume_with_intent(root: str, session_id: str | None = None, *, intent: str 
         raise CommandError("invalid_workspace_intent", "a destination is only meaningful for an isolated restore")
     if intent == "none":
         gate = make_workspace_gate(the_carrier)
-        return resume_session(root, session_id, workspace_gate=gate,
+        return resume_session(root, session_id, workspace_gate=gate, workspace_checkpoint=gate.observe,
                               start_transition=make_revalidation(gate, the_carrier), **kwargs), None
     if intent != "rebaseline":
         raise CommandError("invalid_workspace_intent", f"unknown workspace intent {intent!r}")

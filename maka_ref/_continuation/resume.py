@@ -126,6 +126,7 @@ def resume_session(
     workspace_gate: Callable[[StoreWorld, str, str], SafeBoundaryContinuationPlan | None] | None = None,
     start_transition: Callable[[Any, Mapping[str, Any]], None] | None = None,
     authorize_transition: Callable[[StoreWorld, RuntimeContinuation], RuntimeContinuation] | None = None,
+    workspace_checkpoint: Callable[[StoreWorld, str], Mapping[str, Any] | None] | None = None,
 ) -> ResumeOutcome:
     """Resume the newest failed/cancelled run of the workspace ``root`` (module docstring).
 
@@ -141,6 +142,9 @@ def resume_session(
     runs once the gate passed, before ``plan_approved``: an isolated restore (docs/spec-phase4.md
     §7.2) returns the continuation with the destination's identity in its safety snapshot and
     points ``world`` at the destination, so the claim names where the continuation will run.
+    ``workspace_checkpoint(world, session_id)`` is the inspector's checkpoint observation (spec
+    20 §3.8; docs/spec-phase4.md §6.2): the planner's ``workspaceCheckpoint`` input, asked again
+    by execution revalidation (§3.9 step 7), where any difference is ``workspace_checkpoint_changed``.
     Raises ``MakaRefError`` subclasses on execution errors (revalidation codes of §3.9).
     """
     if flag is None:
@@ -163,7 +167,8 @@ def resume_session(
         try:
             with store.read() as conn:  # a store rolled back behind its effect log is never resumed
                 check_store_covers_effect_log(workspace, conn)
-            world = StoreWorld(workspace, store, runs, resolve_identity=resolve_identity, tool_catalog=tool_catalog)
+            world = StoreWorld(workspace, store, runs, resolve_identity=resolve_identity, tool_catalog=tool_catalog,
+                               workspace_checkpoint=workspace_checkpoint)
             sid, source_run_id, plan = _plan(world, seed, session_id)
             if plan.disposition == "park" or plan.continuation is None:
                 lc.emit(sink, lc.plan_parked(sid, source_run_id, plan.rejection_reasons))

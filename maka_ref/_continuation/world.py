@@ -19,7 +19,9 @@ planner dependency          store call
 ``inspect``                 §3.8: workspace identity of that cwd (``resolve_workspace_identity``),
                             ``backgroundOperationsSettled`` (always true: the reference runtime
                             has no background operations), ``availableToolNames`` = the
-                            runtime's tool catalog, sorted and de-duplicated
+                            runtime's tool catalog, sorted and de-duplicated, and
+                            ``workspaceCheckpoint`` when a Phase 4 observer is given
+                            (docs/spec-phase4.md §6.2: present only when every check passed)
 ==========================  ==========================================================
 
 The three safety facts are injectable callables so tests can change them between planning and
@@ -62,6 +64,7 @@ class StoreWorld:
         resolve_identity: Callable[[str], str] | None = None,
         tool_catalog: Callable[[], Iterable[str]] = default_tool_catalog,
         background_settled: Callable[[str], bool] = lambda _session_id: True,
+        workspace_checkpoint: Callable[[StoreWorld, str], Mapping[str, Any] | None] | None = None,
     ) -> None:
         self.root = Path(root)
         self.store = store
@@ -69,6 +72,9 @@ class StoreWorld:
         self._resolve_identity = resolve_identity or (lambda path: resolve_workspace_identity(path).identity)
         self._tool_catalog = tool_catalog
         self._background_settled = background_settled
+        #: spec 20 §3.8 "optionally read checkpoint facts": the Phase 4 inspector part
+        #: (docs/spec-phase4.md §6.2) — ``{ref, restored, runtimeEventHighWater}`` or None.
+        self._workspace_checkpoint = workspace_checkpoint
         #: ``(cwd, identity)`` an isolated restore authorized for the continuation it executes
         #: (docs/spec-phase4.md §7.2): the session's working directory and identity from then on,
         #: reported without touching the destination (it is created only after the claim).
@@ -120,4 +126,6 @@ class StoreWorld:
             background_operations_settled=self._background_settled(session_id) is True,
             available_tool_names=self.tool_names(),
             workspace_path=cwd,
+            workspace_checkpoint=(None if self._workspace_checkpoint is None
+                                  else self._workspace_checkpoint(self, session_id)),
         )

@@ -155,9 +155,27 @@ def test_sessions_without_checkpoints_are_not_gated(tmp_path: Path) -> None:
     assert not outcome.parked
 
 
-def test_execution_revalidation_refuses_a_change_after_the_checks(tmp_path: Path) -> None:
-    """§6.2 last paragraph: (g)/(h) re-run inside the continuation-start's transaction; a file
-    edited after the gate passed stops the continuation before any provider call."""
+def test_the_planner_gets_the_workspace_checkpoint_input(tmp_path: Path) -> None:
+    """§6.2 / §12 item 32 / spec 20 §3.8: when every check passes the inspector gives the planner
+    ``workspaceCheckpoint = {ref: the current boundary's ref, restored: true,
+    runtimeEventHighWater: Hs}``; the plan's safety snapshot carries ``{ref, Hs}``."""
+    from maka_ref._boundary.commands import resume_with_intent
+
+    ws = repo(tmp_path)
+    summary, _ = crashed(ws)
+    with RuntimeStore.open_read_only(ws) as store:
+        high_water = len(store.read_run_events(summary.session_id, summary.run_id))
+    outcome, _ = resume_with_intent(str(ws), intent="none", flag=True, script=FULL,
+                                    lifecycle_log=LifecycleLog(tmp_path / "life.jsonl"))
+    assert not outcome.parked, outcome.to_json()
+    snapshot = outcome.plan.continuation.safety_snapshot.to_json()
+    assert snapshot["workspaceCheckpoint"] == {"ref": max(maka_refs(ws)), "runtimeEventHighWater": high_water}
+
+
+def test_execution_revalidation_refuses_a_change_before_the_claim(tmp_path: Path) -> None:
+    """§6.2 last paragraph / spec 20 §3.9 step 7: execution revalidation asks the inspector's
+    checkpoint observation again — (g)/(h) re-run — before the claim; a file edited after
+    planning refuses with ``workspace_checkpoint_changed`` and nothing is claimed."""
     from maka_ref._boundary.commands import resume_with_intent
     from maka_ref._errors import MakaRefError
     from maka_ref._store.agent_runs.store import AgentRunStore
@@ -166,11 +184,41 @@ def test_execution_revalidation_refuses_a_change_after_the_checks(tmp_path: Path
     summary, _ = crashed(ws)
 
     def edit(_world: Any, _plan: Any) -> None:
-        write(ws / "README.md", "edited between the checks and the start\n")
+        write(ws / "README.md", "edited between the checks and the claim\n")
 
     with pytest.raises(MakaRefError) as caught:
         resume_with_intent(str(ws), intent="none", flag=True, script=FULL, before_execute=edit,
                            lifecycle_log=LifecycleLog(tmp_path / "life.jsonl"))
+    assert caught.value.code == "workspace_checkpoint_changed"
+    with AgentRunStore.open_read_only(ws) as runs:
+        assert [r["runId"] for r in runs.list_session_runs(summary.session_id)] == [summary.run_id]
+    with RuntimeStore.open_read_only(ws) as store:
+        assert store.list_claims(summary.session_id) == []
+
+
+def test_execution_revalidation_refuses_a_change_after_the_checks(tmp_path: Path) -> None:
+    """§6.2 last paragraph: (g)/(h) re-run inside the continuation-start's transaction too; a file
+    edited after the target run was created (P11, after every earlier check) stops the
+    continuation before any provider call."""
+    from maka_ref._boundary.commands import resume_with_intent
+    from maka_ref._errors import MakaRefError
+    from maka_ref._store.agent_runs.store import AgentRunStore
+
+    ws = repo(tmp_path)
+    summary, _ = crashed(ws)
+
+    from maka_ref._store.engine.failpoints import arm, disarm
+
+    def edit(_name: str) -> None:
+        write(ws / "README.md", "edited between the checks and the start\n")
+
+    arm("P11", edit)  # after the activation barrier and the target's creation, before the start
+    try:
+        with pytest.raises(MakaRefError) as caught:
+            resume_with_intent(str(ws), intent="none", flag=True, script=FULL,
+                               lifecycle_log=LifecycleLog(tmp_path / "life.jsonl"))
+    finally:
+        disarm()
     assert caught.value.code == "workspace_checkpoint_changed"
     with AgentRunStore.open_read_only(ws) as runs:
         targets = [r for r in runs.list_session_runs(summary.session_id) if r["runId"] != summary.run_id]
