@@ -18,7 +18,11 @@ sub-workspace of the trial's workspace):
    setup left them (spec-phase3 §5.6: no bundle at any of the three points; never a partial
    one), the target byte-, inode-, mode- and mtime-identical, the effect log unchanged;
 3. a second crash during the retry, at the next reconciler point, and the same checks (§5.6:
-   "a second crash during the rerun changes nothing of this");
+   "a second crash during the rerun changes nothing of this"). The retry is
+   ``runtime.repair {"reconcile": true}`` when the implementation claims ``runtime.repair``
+   (the points are reachable by both operations, spec-phase3 §6), so a repair that sealed the
+   run before reconciling it (§5.5: reconcile → terminal event → terminal header) shows as a
+   terminal fact committed before the kill;
 4. setup ``outside`` only: the target is rewritten from outside now (scenario 44);
 5. a clean ``runtime.reconcile`` settles the operation exactly once with the setup's outcome,
    observation and reason (completed / ``matches_expected_state``; parked /
@@ -210,9 +214,17 @@ def _kill_trial(ctx: Any, point: Any, info: Mapping[str, Any], setup: Mapping[st
     ctx.record("setup_effects", started == setup["effects"], f"{tag} the effect log holds {started} start(s) of "
                f"the operation after the tool's kill; the setup point requires {setup['effects']}")
     kills = [point.failpoint, _next_point(point.id, info["order"])]
+    # the retry is a startup repair that reconciles before it seals (spec-phase3 §5.5), when claimed
+    via_repair = "runtime.repair" in set(ctx.handshake.capabilities)
     for n, at in enumerate(kills):
-        what = "kill" if n == 0 else "second kill, during the retry"
-        driven = _until(ctx, ctx.spawn(), "runtime.reconcile", {"workspace": str(ws), "operationId": op}, at, 1)
+        if n == 0 or not via_repair:
+            what, request = "kill", ("runtime.reconcile", {"workspace": str(ws), "operationId": op})
+        else:
+            what, request = "second kill, during a retry by runtime.repair with reconcile", (
+                "runtime.repair", {"workspace": str(ws), "reconcile": True})
+        if n == 1 and not via_repair:
+            what = "second kill, during the retry"
+        driven = _until(ctx, ctx.spawn(), request[0], request[1], at, 1)
         evidence.setdefault("killedPids", []).append(driven.pid)
         after = _snapshot(reader, ws)
         _judge_crash(ctx, f"{tag} after the {what} at {at}", before, after, op)
