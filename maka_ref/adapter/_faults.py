@@ -17,7 +17,8 @@ a writer *inside* a tool while a second process repairs and resumes, then lets t
 come back as a late writer. The point still fires once (the registry's ``fired`` flag).
 
 Which ids the adapter announces in ``hello``: :data:`ANNOUNCED_FAILPOINTS`, the ids some
-protocol operation can reach. The workspace-authority hooks are left out: no protocol
+protocol operation can reach (the spec-phase4 §8 checkpoint points included: ``checkpoint.*``
+reaches them). The workspace-authority hooks are left out: no protocol
 operation commits a workspace baseline, so they could never be reached (protocol §3: a listed
 id that cannot be reached is a failure). The Phase 3 reconciler's points
 (:data:`RECONCILER_FAILPOINTS`) are listed only by a session that claims ``runtime.reconcile``.
@@ -40,7 +41,9 @@ __all__ = ["ACTIONS", "ANNOUNCED_FAILPOINTS", "KNOWN_FAILPOINTS", "RECONCILER_FA
 #: The values of ``faults.arm``'s optional ``action`` param (protocol §4.4).
 ACTIONS: tuple[str, ...] = ("block", "stop")
 
-_WORKSPACE_HOOKS = frozenset(name for name in registry.FAILPOINT_NAMES if "workspace" in name)
+#: The spec 30 §2.7 authority hooks (not the spec-phase4 §8 checkpoint points, which the
+#: ``checkpoint.*`` operations reach: ``registry.CHECKPOINT_FAILPOINTS``).
+_WORKSPACE_HOOKS = frozenset(name for name in registry.FAILPOINT_NAMES if "workspace" in name) - registry.CHECKPOINT_FAILPOINTS
 #: The Phase 3 reconciler's points (docs/spec-phase3.md §5.6): reached by ``runtime.reconcile``
 #: and ``runtime.repair {"reconcile": true}``, so listed in ``hello`` only when the session claims
 #: ``runtime.reconcile`` (protocol §3: a listed id that cannot be reached is a failure).

@@ -38,6 +38,7 @@ from typing import Callable, Literal, Union
 
 __all__ = [
     "ANNOUNCERS",
+    "CHECKPOINT_FAILPOINTS",
     "ENV_VAR",
     "FAILPOINT_NAMES",
     "Armed",
@@ -81,6 +82,21 @@ FAILPOINT_NAMES: frozenset[str] = frozenset(
         "reconcile_inside_bundle",
     )
 ) | frozenset(f"P{n}" for n in range(12))  # live tool-loop points (maka_ref._runtime, spec 20 §2)
+
+#: The spec-phase4 §8 points the reference reaches (carrier ``on_step`` names and the boundary
+#: commit; ``maka_ref._boundary.capture.checkpoint_failpoint`` calls :func:`failpoint` with
+#: them), armable here so that ``faults.arm`` reaches them over the wire (protocol §4.6).
+CHECKPOINT_FAILPOINTS: frozenset[str] = frozenset(
+    (
+        "after_checkpoint_objects_written",
+        "after_checkpoint_ref_created",
+        "after_workspace_boundary_committed",
+        "after_restore_materialized",
+        "after_restore_published",
+        "after_checkpoint_ref_deleted",
+    )
+)
+FAILPOINT_NAMES = FAILPOINT_NAMES | CHECKPOINT_FAILPOINTS
 
 Action = Union[Literal["raise", "block"], Callable[[str], None]]
 
