@@ -379,3 +379,54 @@ def test_codec_and_policy_hash_vectors(maka: Any) -> None:
                            ("absolute", ["/etc"] + paths), ("with ..", paths + ["x/../y"])):
         reply = _pure(maka, "checkpoint.policy_hash", {"policy": {**DEFAULT_POLICY, "excludedPaths": excluded}})
         expect_code(reply, ("invalid_checkpoint_policy",), f"a policy with excludedPaths {what} (§12 item 2)")
+
+
+# ---------------------------------------------------------------- the isolated restore transition (§7.2)
+
+
+@clause("CHECKPOINT-ISOLATED-RESTORE-001", spec="spec-phase4 §3.6 step 1, §6.3, §7.2, §10.3", capability=CAP,
+        title="resume with workspaceIntent {isolatedRestore: DEST} continues a drifted session in DEST: a "
+              "maka.workspace.restored fact with a new identity, epoch + 1 and the same ref; the user's "
+              "directory, index and refs are not written; an existing DEST is refused before anything runs")
+def test_isolated_restore_transition(maka: Any, tmp_path: Path) -> None:
+    ws = _checkpoint_run(maka, tmp_path)
+    _write(Path(ws) / "README.md", "edited by the user\n")
+    ref = maka_refs(ws)[-1]
+    captured = set(git(ws, "ls-tree", "-r", "--name-only", ref).split()) | {"README.md"}
+    before = user_state(ws)
+    before["worktree"] = {path: value for path, value in before["worktree"].items() if path in captured}
+    taken = workspace_dir(tmp_path, "taken")
+
+    def ask(destination: str) -> Any:
+        try:
+            return call_on(maka, "checkpoint.resume", {"workspace": ws, "workspaceIntent": {"isolatedRestore": destination}},
+                           timeout=RUN_TIMEOUT)
+        finally:
+            release(maka, ws)
+
+    expect_code(ask(taken), ("restore_target_exists",), "an isolated restore into an existing directory (§3.6 step 1)")
+    destination = os.path.join(os.path.realpath(tmp_path), "restored")
+    outcome = expect_ok(ask(destination), "checkpoint.resume (isolatedRestore)")
+    if outcome.get("parked"):
+        raise ClauseMismatch("the user's isolated restore of a drifted workspace parked (spec-phase4 §6.3, §7.2)",
+                             evidence={"outcome": dict(outcome)})
+    fact = outcome.get("isolatedRestore")
+    if not isinstance(fact, Mapping) or not isinstance(fact.get("boundary"), Mapping) or not isinstance(fact.get("from"), Mapping):
+        raise ClauseMismatch("no restored fact payload under isolatedRestore (protocol §4.6)", evidence={"outcome": dict(outcome)})
+    new, old = fact["boundary"], fact["from"]
+    expect_equal(ref, new.get("checkpointRef"), what="the restored boundary's checkpointRef (the same artifact, §7.2 step 4)")
+    expect_equal(ref, old.get("checkpointRef"), what="the `from` boundary's checkpointRef (the current boundary)")
+    expect_equal(int(old["workspaceEpoch"]) + 1, new.get("workspaceEpoch"), what="the restored boundary's epoch (§7.3)")
+    expect_equal(1, new.get("immutableRuntimeHighWater"), what="the restored boundary's high-water (§7.2 step 4)")
+    if new.get("workspaceIdentity") == old.get("workspaceIdentity"):
+        raise ClauseMismatch("the restored directory kept the old workspace identity (spec-phase4 §2.2, §7.2 step 3)",
+                             evidence={"fact": dict(fact)})
+    root = Path(destination)
+    expect_equal("hello\n", (root / "README.md").read_text(encoding="utf-8"), what="README.md in DEST (the boundary's tree)")
+    expect_equal("after", (root / "notes.txt").read_text(encoding="utf-8"), what="notes.txt in DEST (the boundary's tree)")
+    after = user_state(ws)
+    after["worktree"] = {path: value for path, value in after["worktree"].items() if path in captured}
+    changed = sorted(key for key in before if before[key] != after[key])
+    if changed:
+        raise ClauseMismatch(f"the isolated restore changed the user's {', '.join(changed)} (spec-phase4 §3.9, §7.2 step 5)",
+                             evidence={"changed": changed})

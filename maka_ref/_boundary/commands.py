@@ -363,7 +363,9 @@ def _continuation_provider(root: str, carrier: GitCheckpointCarrier, script: Any
     def make_inner(history: Any) -> Any:
         if script is not None:
             return ScriptedProvider(load_script(script))
-        start = (history[-1].get("actions") or {}).get("continuationStart")
+        # the run's start: the newest item carrying one (a rebaseline's notice follows it, §7.1 step 5)
+        start = next(item["actions"]["continuationStart"] for item in reversed(history)
+                     if "continuationStart" in (item.get("actions") or {}))
         return ScriptedProvider(read_script_sidecar(path, str(start["immediateSource"]["runId"])))
 
     # the run's own header says where it works (the store's directory, or a restore's destination)

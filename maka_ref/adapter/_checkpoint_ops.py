@@ -173,17 +173,28 @@ def run_turn(params: Params) -> dict[str, Any]:
 
 
 def resume(params: Params) -> dict[str, Any]:
-    """``maka-ref resume [--rebaseline]``: the §6.2 gate decides; the carrier only observes."""
+    """``maka-ref resume [--rebaseline | --restore-into DEST]``: the §6.2 gate decides; the carrier
+    only observes. ``workspaceIntent`` is ``"none"``, ``"rebaseline"`` (§7.1) or
+    ``{"isolatedRestore": DEST}`` (§7.2, §10.3); a committed transition's fact payload is answered
+    under ``rebaseline`` or ``isolatedRestore``. A bad DEST is refused before anything is claimed
+    with the §3.6 step 1 code (``restore_target_invalid``/``_exists``/``_inside_workspace``)."""
     from maka_ref._boundary.commands import resume_with_intent
 
     root = owned_workspace(workspace(params))
     intent = params.get("workspaceIntent", "none")
-    if intent not in ("none", "rebaseline"):
-        raise invalid_params('params.workspaceIntent must be "none" or "rebaseline"')
-    outcome, fact = resume_with_intent(root, opt_str(params, "sessionId"), intent=intent, flag=True)
+    destination: str | None = None
+    if isinstance(intent, Mapping):
+        destination = intent.get("isolatedRestore")
+        if set(intent) != {"isolatedRestore"} or not isinstance(destination, str) or not destination:
+            raise invalid_params('params.workspaceIntent must be "none", "rebaseline" or {"isolatedRestore": DEST}')
+        intent = "restore"
+    elif intent not in ("none", "rebaseline"):
+        raise invalid_params('params.workspaceIntent must be "none", "rebaseline" or {"isolatedRestore": DEST}')
+    outcome, fact = resume_with_intent(root, opt_str(params, "sessionId"), intent=intent, destination=destination,
+                                       flag=True)
     out = outcome.to_json()
     if fact is not None:
-        out["rebaseline"] = fact
+        out["isolatedRestore" if intent == "restore" else "rebaseline"] = fact
     return out
 
 

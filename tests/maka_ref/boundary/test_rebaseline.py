@@ -143,3 +143,23 @@ def test_an_incomplete_rebaseline_notice_says_all_files(tmp_path: Path) -> None:
     outcome, fact = resume(ws, tmp_path, "rebaseline")
     assert not outcome.parked and fact["affectedPathsComplete"] is False
     assert "all files" in rebaseline_notice(fact)
+
+
+def test_a_rebaseline_replays_the_sources_script_sidecar(tmp_path: Path) -> None:
+    """Without a script, the continuation's provider reads the source's sidecar, found through
+    the run's start — which is no longer the newest history item once the notice follows it."""
+    import io
+
+    from maka_ref._cli.main import run as cli_run
+    from tests.maka_ref.boundary.test_resume import FIRST_ONLY
+    from tests.maka_ref.runtime.support import write_script
+
+    ws = repo(tmp_path)
+    assert cli_run(["run", "--workspace", str(ws), "--script", str(write_script(tmp_path, FIRST_ONLY)),
+                    "--checkpoints"], stdout=io.StringIO(), stderr=io.StringIO()) == 1
+    write(ws / "README.md", "edited by the user\n")
+    outcome, fact = resume_with_intent(str(ws), intent="rebaseline", flag=True,
+                                       lifecycle_log=LifecycleLog(tmp_path / "life.jsonl"))
+    assert not outcome.parked and fact is not None
+    # the sidecar's script has no step 2: the provider was reached and answered from it
+    assert outcome.summary.status == "failed" and outcome.summary.error["code"] == "script_exhausted"
