@@ -35,9 +35,9 @@ bytes are drawn from a PRNG seeded by the example (binary ``before`` bytes, mult
 content), so they vary between examples and never between runs. Why not Hypothesis: every
 example costs a process and a kill, so a budget of a few dozen examples is spent better on a
 guaranteed cover than on random draws, and shrinking a failure would cost a kill per step.
-Measured cost against the reference: 0.3–0.65 s per example (one process per kill; the range is
-the machine's load), 6–12 s per tool clause; the suite has no "deep" switch, so there is none
-here either.
+Measured cost against the reference (docs/reconcile.md): 0.35 s per example, 6–6.5 s per tool
+clause at load 9 on a 2-core guest (14–22 s at load 14); the suite has no "deep" switch, so
+there is none here either.
 
 Choices where the contract leaves room (each said where it is used):
 
