@@ -50,6 +50,7 @@ _CHECKPOINT_POINTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "after_checkpoint_objects_written": ("carrier capture: tree and commit objects written, no ref yet (spec-phase4 §3.4 step 8, §8)", ("checkpoint.capture", "checkpoint.run_turn", "checkpoint.resume")),
     "after_checkpoint_ref_created": ("carrier capture: the ref published, no fact names it yet (spec-phase4 §3.4 step 9, §8; in a rebaseline: after_rebaseline_captured)", ("checkpoint.capture", "checkpoint.run_turn", "checkpoint.resume")),
     "after_workspace_boundary_committed": ("the boundary_captured fact committed, before the provider call (spec-phase4 §5.1, §8)", ("checkpoint.run_turn", "checkpoint.resume")),
+    "after_workspace_transition_committed": ("the continuation-start and its rebaselined (or restored) fact committed in one transaction, before the provider call (spec-phase4 §7.1 step 4, §8)", ("checkpoint.resume",)),
     "after_restore_materialized": ("restore: the staging directory verified, not renamed to the destination (spec-phase4 §3.6 step 4, §8)", ("checkpoint.restore",)),
     "after_restore_published": ("restore: the destination published, no transition fact (spec-phase4 §3.6 step 5, §8)", ("checkpoint.restore",)),
     "after_checkpoint_ref_deleted": ("collect: one orphan ref deleted, the others not yet (spec-phase4 §3.8, §8)", ("checkpoint.collect",)),

@@ -11,12 +11,16 @@ committed boundary fact names a ref that does not resolve, and the user's state 
 refs outside ``refs/maka/``, ``HEAD``, stash, config, worktree files, lock files) is what it was
 before the request (for ``run_turn``, the runtime's own files in the worktree excepted).
 
+The rebaseline's points are reached by ``checkpoint.resume`` with ``workspaceIntent:
+"rebaseline"`` on a drifted workspace: ``after_rebaseline_captured`` is the carrier's
+``after_checkpoint_ref_created`` there (hit 1: the resume captures nothing before it), and
+``after_workspace_transition_committed`` follows the start + fact transaction (§7.1 step 4).
+
 Protocol §4.6: an implementation that claims ``workspace.checkpoint`` and ``faults`` lists the
 §8 points its operations reach in ``hello``; an unlisted point fails its clause, a listed one
-that is never announced fails as *unreached*. ``after_rebaseline_captured`` is the carrier's
-``after_checkpoint_ref_created`` inside a rebaseline (§7.1 step 2) and
-``after_workspace_transition_committed`` needs the isolated-restore transition, which protocol
-v1 does not carry yet; neither has a clause here.
+that is never announced fails as *unreached*. The isolated-restore transition's
+``after_workspace_transition_committed`` is not driven here (protocol v1's ``checkpoint.resume``
+carries ``"rebaseline"`` only).
 """
 
 from __future__ import annotations
@@ -111,7 +115,7 @@ def expect_no_fact_names_a_missing_artifact(maka: Any, ws: str, facts: list[dict
 
 
 def _point(point: str, spec: str, title: str, needs: tuple[str, ...] = ("faults",)) -> Any:
-    return clause(f"CHECKPOINT-CRASH-{point}", spec=f"spec-phase4 {spec}", capability=CAP, needs=needs, title=title)
+    return clause(f"CHECKPOINT-CRASH-{point.replace('_', '-')}", spec=f"spec-phase4 {spec}", capability=CAP, needs=needs, title=title)
 
 
 def _run_repo(tmp_path: Path) -> str:
@@ -272,3 +276,71 @@ def test_kill_inside_collect(maka: Any, tmp_path: Path) -> None:
     again = expect_ok(call_on(maka, "checkpoint.collect", params, timeout=RUN_TIMEOUT), "checkpoint.collect (again)")
     expect_equal(sorted(set(orphans) & set(left)), sorted(again["collected"]), what="the second collect")
     expect_equal([live["checkpointRef"]], maka_refs(ws), what="refs after the second collect")
+
+
+def _drifted_session(maka: Any, tmp_path: Path) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+    """A checkpoint-mode turn that stops after its Write (one boundary before it, one after),
+    then the user edits README.md: the source of a rebaseline."""
+    ws = _run_repo(tmp_path)
+    try:
+        summary = expect_ok(call_on(maka, "checkpoint.run_turn", {"workspace": ws, "script": FIRST_ONLY},
+                                    timeout=RUN_TIMEOUT), "checkpoint.run_turn")
+    finally:
+        release(maka, ws)
+    if not (summary.get("workspaceCheckpoints") or {}).get("boundaries"):
+        raise ClauseMismatch("checkpoint.run_turn committed no boundary on an eligible repository (spec-phase4 §5.1)",
+                             evidence={"summary": dict(summary)})
+    _write(Path(ws) / "README.md", "edited by the user\n")
+    return ws, boundary_facts(maka, ws), _user_state_but_runtime_files(ws)
+
+
+def _resume(maka: Any, ws: str) -> Mapping[str, Any]:
+    try:
+        return expect_ok(call_on(maka, "checkpoint.resume", {"workspace": ws, "workspaceIntent": "none"},
+                                 timeout=RUN_TIMEOUT), "checkpoint.resume")
+    finally:
+        release(maka, ws)
+
+
+@_point("after_rebaseline_captured", "§7.1 step 2, §8, §4.1", "SIGKILL after the rebaseline captured its new ref: "
+        "no transition fact, the epoch unchanged, the new ref an orphan that collect deletes; the user's state kept",
+        needs=("faults", "store", "runtime.loop", "runtime.continuation"))
+def test_kill_after_rebaseline_captured(maka: Any, tmp_path: Path) -> None:
+    ws, facts, before = _drifted_session(maka, tmp_path)
+    refs = maka_refs(ws)
+    crash_at(maka, "after_checkpoint_ref_created", "checkpoint.resume", {"workspace": ws, "workspaceIntent": "rebaseline"})
+    after = boundary_facts(maka, ws)
+    expect_equal(facts, after, what="the boundary facts after the kill (§8: no transition fact)")
+    expect_equal(1, max(int(b["workspaceEpoch"]) for b in after), what="the epoch after the kill (§8: unchanged)")
+    new = sorted(set(maka_refs(ws)) - set(refs))
+    if len(new) != 1:
+        raise ClauseMismatch("expected exactly one new ref after a kill after the rebaseline's capture",
+                             evidence={"before": refs, "after": maka_refs(ws)})
+    expect_no_fact_names_a_missing_artifact(maka, ws, after)
+    expect_equal(before, _user_state_but_runtime_files(ws), what="the user's state after the kill (§3.9)")
+    ident = str(after[0]["workspaceIdentity"])
+    collected = expect_ok(call_on(maka, "checkpoint.collect", {
+        "workspace": ws, "workspaceIdentity": ident, "liveRefs": [b["checkpointRef"] for b in after],
+        "graceSeconds": 0, "nowMs": 9_999_999_999_999}, timeout=RUN_TIMEOUT), "checkpoint.collect")
+    expect_equal(new, sorted(collected["collected"]), what="collect after the kill (§8: the orphan only)")
+
+
+@_point("after_workspace_transition_committed", "§7.1 step 4, §8; 20 §4.5", "SIGKILL after the rebaseline's start + "
+        "fact transaction: the epoch-2 boundary is committed and its ref verifies, and resume parks "
+        "continuation_started_indeterminate", needs=("faults", "store", "runtime.loop", "runtime.continuation"))
+def test_kill_after_transition_committed(maka: Any, tmp_path: Path) -> None:
+    ws, facts, before = _drifted_session(maka, tmp_path)
+    crash_at(maka, "after_workspace_transition_committed", "checkpoint.resume",
+             {"workspace": ws, "workspaceIntent": "rebaseline"})
+    after = boundary_facts(maka, ws)
+    if len(after) != len(facts) + 1 or int(after[-1]["workspaceEpoch"]) != 2 or after[:-1] != facts:
+        raise ClauseMismatch("expected the earlier boundaries and one new boundary of epoch 2 after the kill (§7.1 "
+                             "step 4: the start and the fact commit together)", evidence={"before": facts, "after": after})
+    expect_no_fact_names_a_missing_artifact(maka, ws, after)
+    expect_equal(before, _user_state_but_runtime_files(ws), what="the user's state after the kill (§3.9)")
+    outcome = _resume(maka, ws)
+    if outcome.get("parked") is not True or list(outcome.get("rejectionReasons") or []) != [
+            "continuation_started_indeterminate"]:
+        raise ClauseMismatch("resume after a kill after the transition: expected a park with "
+                             "continuation_started_indeterminate (spec 20 §4.5, spec-phase4 §8)",
+                             evidence={"outcome": dict(outcome)})

@@ -91,6 +91,7 @@ CHECKPOINT_FAILPOINTS: frozenset[str] = frozenset(
         "after_checkpoint_objects_written",
         "after_checkpoint_ref_created",
         "after_workspace_boundary_committed",
+        "after_workspace_transition_committed",
         "after_restore_materialized",
         "after_restore_published",
         "after_checkpoint_ref_deleted",
