@@ -51,11 +51,12 @@ def test_the_catalogue_lists_the_reconciler_points_with_kill_and_race() -> None:
     points = [p for p in crashlab.catalogue() if p.group == "reconciler"]
     assert [p.id for p in points] == list(POINTS)
     assert all(p.failpoint == p.id and not p.unreachable for p in points)
-    assert all(p.faults("live") == ("kill", "race") and p.protocols("live") == ("t1",) for p in points)
-    assert all(p.capabilities("live")[0] == "runtime.reconcile" for p in points)
+    assert [p.faults("live") for p in points] == [("kill", "race"), ("kill", "pause", "race"), ("kill", "race")]
+    assert all(p.protocols("live") == ("t1",) and p.capabilities("live")[0] == "runtime.reconcile" for p in points)
     specs = crashlab.default_specs(points=POINTS)
     assert sorted(s.trial_id for s in specs) == sorted(
-        f"{p}-live-t1-{f}-s0-r0" for p in POINTS for f in ("kill", "race"))
+        [f"{p}-live-t1-{f}-s0-r0" for p in POINTS for f in ("kill", "race")]
+        + ["reconcile_after_decision-live-t1-pause-s0-r0"])
     setups = {s["id"]: s for s in points[0].mode_info("live")["setups"]}
     assert {k: (v["crash"], v["settles"]["outcome"]) for k, v in setups.items()} == {
         "expected": ("P4", "completed"), "prior": ("P2", "parked"), "outside": ("P4", "parked")}
@@ -99,7 +100,18 @@ def test_two_reconcilers_racing_at_each_point_leave_one_bundle_on_the_reference(
         assert answers["A"]["claim"] == "completed" and result.evidence["reconciler"]["race"]["bWaitedOnA"]
 
 
-@pytest.mark.parametrize("fault", ["kill", "race"])
+def test_a_late_t2_of_a_stopped_tool_after_the_reconciler_settled_is_refused_on_the_reference() -> None:
+    result = run_trial(TrialSpec("reconcile_after_decision", "live", "pause", protocol=T1), timeout=120)
+    assert result.outcome == "passed", (result.message, result.stderr_tail[-2000:])
+    names = [c.name for c in result.checks]
+    assert names.count("stopped_at_point") == 1 and names.count("kill_was_real") == 1
+    assert {"nothing_committed", "settled_once", "late_writer_rejected", "target_untouched", "effect_log"} <= set(names)
+    late = result.evidence["reconciler"]["pause"]["lateReply"]
+    # the reference fails the late turn closed: its T2 collides with the bundle's outcome id
+    assert late["kind"] == "reply" and late["status"] == "failed" and late["error"]["code"] == "t2_failed"
+
+
+@pytest.mark.parametrize("fault", ["kill", "race", "pause"])
 def test_an_implementation_without_runtime_reconcile_is_not_claimed(fault: str) -> None:
     claims = [arg for cap in ("store", "runtime.loop", "runtime.repair", "runtime.continuation", "faults")
               for arg in ("--claim", cap)]

@@ -44,6 +44,14 @@ Checks (§5.7): exactly one bundle; one reconciler reports committing it and the
 nothing and says ``already_settled`` (or answers ``ok: false`` with a stable code); the target
 untouched; no tool start.
 
+``pause`` (``reconcile_after_decision`` only; scenario 45): the Write's process A is armed at
+``P4`` with ``action: "stop"`` and stops itself there — the file renamed, T2 not committed,
+the process alive; reconciler B is SIGKILLed at the trial's point (the usual checks), C settles
+the operation (completed), then A is continued and its late T2 must be refused: still one
+bundle and one outcome, the target untouched, the Write started once, and A's answer a normal
+response or a stable code (it fails closed). One point is enough: the late writer's story does
+not depend on where the reconciler was killed, and the default sweep stays small.
+
 Every verdict goes through ``ctx.record``; evidence under ``ctx.evidence["reconciler"]``.
 """
 
@@ -94,6 +102,8 @@ def run_reconciler(ctx: Any, point: Any) -> tuple[str, str]:
                 _kill_trial(ctx, point, info, setup)
         elif ctx.spec.fault == "race":
             _race_trial(ctx, point, info, info["setups"][0])
+        elif ctx.spec.fault == "pause":
+            _pause_trial(ctx, point, info["setups"][0])
         else:
             return "error", f"the reconciler's trials have no {ctx.spec.fault!r} fault"
     except FaultNotApplicable as exc:
@@ -243,7 +253,7 @@ def _judge_crash(ctx: Any, where: str, before: Mapping[str, Any], after: Mapping
     same = (after["events"], after["operations"], after["journal"]) == (before["events"], before["operations"],
                                                                        before["journal"])
     ctx.record("nothing_committed", same, f"{where}: " + (
-        "the run's events, tool operations and journal are exactly as the tool's crash left them" if same else
+        "the run's events, tool operations and journal are exactly as before the reconcile" if same else
         f"the ledger changed: bundle facts {counts}, state {before['states'].get(op)} -> {after['states'].get(op)} "
         "(spec-phase3 §5.6: no bundle at any reconciler point, the bundle transaction rolls back whole)"))
     _target_check(ctx, where, before["file"], after["file"])
@@ -341,6 +351,81 @@ def _repair_and_resume(ctx: Any, client: Any, ws: Path, op: str, setup: Mapping[
     final = _snapshot(client, ws)
     _effects_check(ctx, f"{tag} over the whole story", before, final, op)
     _target_check(ctx, f"{tag} after repair and resume", before["file"], final["file"])
+
+
+# --------------------------------------------------------------------------- pause
+
+
+def _stop_at(ctx: Any, client: Any, failpoint: str, op: str, params: Mapping[str, Any], what: str) -> bool:
+    """Arm ``failpoint`` with ``action: "stop"``, send ``op`` until it is announced, and wait
+    for the process to stop itself (protocol §4.4); records ``stopped_at_point``."""
+    if failpoint not in tuple(client.handshake.failpoints or ()):
+        raise DriveError(f"failpoint {failpoint} is not listed in the handshake (protocol §3, §4.4: every "
+                         "catalogue point of a claimed capability must be armable)")
+    armed = client.call("faults.arm", {"failpoint": failpoint, "hit": 1, "action": "stop"})
+    if not armed.ok:
+        if reply_code(armed) == "fault_action_unsupported":
+            raise FaultNotApplicable(f"faults.arm action stop unsupported: {(armed.error or {}).get('message')}")
+        raise DriveError(f"faults.arm with action stop answered {reply_code(armed)!r} (protocol §4.4)")
+    got = client.call_until_failpoint(op, dict(params), failpoint=failpoint, timeout=ctx.remaining())
+    if not isinstance(got, str):
+        raise Unreached(f"unreached: {op} answered without announcing {failpoint}",
+                        reply={"ok": got.ok, "result": got.result, "error": got.error})
+    status = wait_stopped(client.pid, 5.0)
+    ctx.record("stopped_at_point", status == "stopped", f"{what} (pid {client.pid}) at {failpoint}: process "
+               f"status {status!r} (protocol §4.4 action stop: it stops itself)")
+    return status == "stopped"
+
+
+def _pause_trial(ctx: Any, point: Any, setup: Mapping[str, Any]) -> None:
+    tag = f"[{setup['id']}: {setup['tool']} stopped at {setup['crash']}]"
+    ws = Path(ctx.workspace) / setup["id"]
+    ws.mkdir()
+    evidence: dict[str, Any] = ctx.evidence.setdefault("reconciler", {}).setdefault("pause", {})
+    a = ctx.spawn()
+    if not _stop_at(ctx, a, setup["crash"], "runtime.run_turn", {"workspace": str(ws), "script": _script(setup)},
+                    "the tool's process A"):
+        return
+    evidence["pidA"] = a.pid
+    reader = ctx.spawn()
+    before = _snapshot(reader, ws)
+    ops = [op for op, state in before["states"].items() if state == "prepared"]
+    if len(ops) != 1:
+        raise DriveError(f"with A stopped at {setup['crash']} the store holds {len(ops)} prepared operations "
+                         f"(expected the one {setup['tool']}): {before['states']}")
+    op = ops[0]
+    evidence["operationId"] = op
+    driven = _until(ctx, ctx.spawn(), "runtime.reconcile", {"workspace": str(ws), "operationId": op},
+                    point.failpoint, point.hit)
+    evidence["killedPid"] = driven.pid
+    _judge_crash(ctx, f"{tag} after the reconciler's kill at {point.failpoint}", before, _snapshot(reader, ws), op)
+    reply = reader.call("runtime.reconcile", {"workspace": str(ws), "operationId": op}, timeout=ctx.remaining())
+    items = list((reply.result or {}).get("operations") or ()) if reply.ok else []
+    outcome = items[0].get("outcome") if len(items) == 1 and isinstance(items[0], Mapping) else None
+    settled = _snapshot(reader, ws)
+    ctx.record("settled_once", outcome == setup["settles"]["outcome"], f"{tag} runtime.reconcile while A is stopped "
+               f"answered {items if reply.ok else reply_code(reply)!r}, required {setup['settles']['outcome']}")
+    os.kill(a.pid, signal.SIGCONT)
+    late = await_late_reply(a, min(30.0, ctx.remaining()))
+    a.kill()
+    evidence["lateReply"] = {k: late.get(k) for k in ("kind", "ok")} | {
+        "status": (late.get("result") or {}).get("status"), "error": (late.get("result") or {}).get("error")
+        or late.get("error")}
+    after = _snapshot(reader, ws)
+    counts = _bundle_of(after["events"], op)
+    problems = []
+    if counts != {"reconcile": 1, "response": 1, "decision": 1}:
+        problems.append(f"bundle and outcome facts {counts} after A's late T2 (required one completed bundle and no "
+                        "second outcome: the late T2 is refused, spec-phase3 §7 scenario 45)")
+    if after["states"].get(op) != settled["states"].get(op):
+        problems.append(f"A moved the operation from {settled['states'].get(op)} to {after['states'].get(op)}")
+    answer = _answer(late) if late.get("kind") == "reply" and not late.get("ok") else None
+    if late.get("kind") in ("timeout", "violation") or (answer is not None and answer["claim"] == "bad"):
+        problems.append(f"A's late answer is not a normal response or a stable code: {evidence['lateReply']}")
+    ctx.record("late_writer_rejected", not problems, f"{tag} " + ("; ".join(problems) if problems else
+               f"A answered {evidence['lateReply']}; the store holds the one bundle C committed"))
+    _target_check(ctx, f"{tag} after A was continued", settled["file"], after["file"])
+    _effects_check(ctx, f"{tag} after A was continued", before, after, op)
 
 
 # --------------------------------------------------------------------------- race
