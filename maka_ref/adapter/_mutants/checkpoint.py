@@ -13,7 +13,7 @@ import importlib
 import os
 from typing import Any
 
-from maka_ref.adapter._mutants._patch import wrap
+from maka_ref.adapter._mutants._patch import wrap, wrap_method
 from maka_ref.adapter._mutants._registry import mutant
 
 
@@ -125,3 +125,142 @@ def _skip_revalidation() -> None:
         return make_revalidation
 
     wrap("maka_ref._boundary.commands", "make_revalidation", factory)
+
+
+# ------------------------------------------------ one-rule clause families (spec-phase4 §10.4)
+
+
+@mutant("runtime-checkpoint-eligibility-accepts-bare", layer="runtime", spec="spec-phase4 §3.3 check 6",
+        family="CHECKPOINT-ELIGIBILITY-*", keyword="CHECKPOINT-ELIGIBILITY-bare-repository")
+def apply_eligibility_accepts_bare() -> None:
+    """Eligibility answers a bare repository (or a Git directory) eligible.
+
+    spec-phase4 §3.3 check 6: a bare repository has no worktree to capture, so it is
+    ``bare_repository``. Killed by CHECKPOINT-ELIGIBILITY-bare-repository.
+    """
+    from maka_ref._checkpoint.carrier import Eligibility, GitCheckpointCarrier
+
+    def factory(original: Any) -> Any:
+        def eligibility(self: Any, workspace: str) -> Any:
+            answer = original(self, workspace)
+            if answer.failure is not None and answer.failure.code == "bare_repository":  # the mutation
+                return Eligibility(None)
+            return answer
+        return eligibility
+
+    wrap_method(GitCheckpointCarrier, "eligibility", factory)
+
+
+class _EqualToAnything(str):
+    """A digest that no comparison tells apart from the expected object id."""
+
+    __hash__ = str.__hash__
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+
+@mutant("runtime-checkpoint-verify-trusts-object-ids", layer="runtime", spec="spec-phase4 §3.5 step 4",
+        family="CHECKPOINT-VERIFY-*", keyword="CHECKPOINT-VERIFY-object-hash-mismatch")
+def apply_verify_trusts_object_ids() -> None:
+    """Verify reads every object of the checkpoint but never compares its recomputed id with
+    the object's name (a loose object rewritten with other bytes passes).
+
+    spec-phase4 §3.5 step 4 and §13 pitfall 9: Git's readers do not check ids, so the carrier
+    must. Killed by CHECKPOINT-VERIFY-object-hash-mismatch.
+    """
+    import hashlib
+    import types
+
+    module = importlib.import_module("maka_ref._checkpoint.verify")
+
+    class _Hasher:
+        def __init__(self, name: str, data: bytes = b"") -> None:
+            self._inner = hashlib.new(name, data)
+
+        def update(self, data: bytes) -> None:
+            self._inner.update(data)
+
+        def hexdigest(self) -> str:
+            return _EqualToAnything(self._inner.hexdigest())  # the mutation
+
+    module.hashlib = types.SimpleNamespace(new=_Hasher)  # type: ignore[attr-defined]
+
+
+@mutant("runtime-checkpoint-restore-lexical-target", layer="runtime", spec="spec-phase4 §3.6 step 1",
+        family="CHECKPOINT-RESTORE-TARGET-*", keyword="CHECKPOINT-RESTORE-TARGET-inside")
+def apply_restore_lexical_target() -> None:
+    """Restore judges "inside the workspace" on the destination as written, not after
+    ``realpath`` of its parent: a path through a symbolic link into the workspace is accepted
+    and the restore writes into the user's directory.
+
+    spec-phase4 §3.6 step 1. Killed by CHECKPOINT-RESTORE-TARGET-inside (the alias case).
+    """
+    importlib.import_module("maka_ref._checkpoint.restore")
+
+    def factory(original: Any) -> Any:
+        def check_destination(repository: Any, destination: str) -> str:
+            try:
+                return original(repository, destination)
+            except Exception as error:
+                code = getattr(error, "code", None)
+                lexical = os.path.normpath(destination)
+                inside = any(lexical == root or lexical.startswith(root.rstrip(os.sep) + os.sep)
+                             for root in (repository.workspace, repository.git_dir, repository.common_dir))
+                if code == "restore_target_inside_workspace" and not inside:  # the mutation
+                    return destination
+                raise
+        return check_destination
+
+    wrap("maka_ref._checkpoint.restore", "check_destination", factory)
+
+
+@mutant("runtime-checkpoint-collect-every-namespace", layer="runtime", spec="spec-phase4 §3.8; §13 pitfall 13",
+        family="CHECKPOINT-COLLECT-002", keyword="CHECKPOINT-COLLECT-002")
+def apply_collect_every_namespace() -> None:
+    """Collect deletes old orphans of every identity's namespace, not only the one it was given
+    (a linked worktree's collect deletes another worktree's live checkpoints).
+
+    spec-phase4 §3.8, §13 pitfall 13. Killed by CHECKPOINT-COLLECT-002 (another identity's
+    old ref is collected).
+    """
+    importlib.import_module("maka_ref._checkpoint.refs")
+
+    def factory(original: Any) -> Any:
+        def collect_orphans(git: Any, uuid: str, live_refs: Any, **kwargs: Any) -> Any:
+            return original(git, None, live_refs, **kwargs)  # the mutation: no namespace
+        return collect_orphans
+
+    wrap("maka_ref._checkpoint.refs", "collect_orphans", factory)
+
+
+@mutant("crash-checkpoint-restore-in-place", layer="crash", spec="spec-phase4 §3.6 steps 3–5; §8",
+        family="CHECKPOINT-CRASH-after-restore-materialized, CHECKPOINT-RESTORE-VERIFIED-001",
+        keyword="CHECKPOINT-CRASH-after-restore-materialized or CHECKPOINT-RESTORE-VERIFIED-001")
+def apply_restore_in_place() -> None:
+    """Restore checks the tree out straight into the destination — no staging directory, no
+    check of the written files — so a kill before "publish" leaves a half-written destination.
+
+    spec-phase4 §3.6 steps 3–5 and §8 ``after_restore_materialized`` (the destination must not
+    exist after a kill there). Killed by CHECKPOINT-CRASH-after-restore-materialized and
+    CHECKPOINT-RESTORE-VERIFIED-001.
+    """
+    from maka_ref._checkpoint.restore import RestoreResult
+
+    importlib.import_module("maka_ref._checkpoint.restore")
+
+    def factory(original: Any) -> Any:
+        def materialize(repository: Any, git: Any, verified: Any, destination: str, *, on_step: Any = None) -> Any:
+            os.mkdir(destination)  # the mutation: the destination is the staging directory
+            git.run(["read-tree", verified.tree_oid], index=git.scratch.index)
+            git.run(["checkout-index", "--all", "--force"], index=git.scratch.index, work_tree=destination)
+            for step in ("after_restore_materialized", "after_restore_published"):
+                if on_step is not None:
+                    on_step(step)
+            return RestoreResult(destination, verified.commit_oid, verified.tree_oid, verified.file_count)
+        return materialize
+
+    wrap("maka_ref._checkpoint.restore", "materialize", factory)
