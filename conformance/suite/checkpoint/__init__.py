@@ -7,5 +7,5 @@ the wire. The scenario clauses (capture, restore, resume, codec) stay in
 ``conformance/suite/test_checkpoint.py``, whose repository and user-state helpers these reuse.
 
 May import: ``conformance.clauses``, ``conformance.suite.test_checkpoint``,
-``conformance.suite.test_runtime_crash``.
+``conformance.suite.test_runtime_crash``, ``crashlab``.
 """
