@@ -61,8 +61,9 @@ import os
 import re
 import signal
 import threading
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from crashlab._lab.drive import DriveError, Unreached, _until, ok
 from crashlab._lab.faults._shared import (
@@ -75,9 +76,8 @@ from crashlab._lab.faults._shared import (
 )
 from crashlab._lab.oracles import label
 
-__all__ = ["REQUIRED_CAPABILITIES", "run_reconciler"]
+__all__ = ["run_reconciler"]
 
-REQUIRED_CAPABILITIES: tuple[str, ...] = ("runtime.reconcile", "runtime.loop", "store", "faults")
 T1 = "t1_after_preflight_v1"
 TARGET = "notes.txt"
 #: What the target holds before an Edit setup, and what the Edit changes in it.
@@ -101,7 +101,7 @@ def run_reconciler(ctx: Any, point: Any) -> tuple[str, str]:
             for setup in info["setups"]:
                 _kill_trial(ctx, point, info, setup)
         elif ctx.spec.fault == "race":
-            _race_trial(ctx, point, info, info["setups"][0])
+            _race_trial(ctx, point, info["setups"][0])
         elif ctx.spec.fault == "pause":
             _pause_trial(ctx, point, info["setups"][0])
         else:
@@ -431,28 +431,13 @@ def _pause_trial(ctx: Any, point: Any, setup: Mapping[str, Any]) -> None:
 # --------------------------------------------------------------------------- race
 
 
-def _race_trial(ctx: Any, point: Any, info: Mapping[str, Any], setup: Mapping[str, Any]) -> None:
+def _race_trial(ctx: Any, point: Any, setup: Mapping[str, Any]) -> None:
     ws = Path(ctx.workspace) / setup["id"]
     op, reader, before = _crashed_tool(ctx, ws, setup)
     evidence: dict[str, Any] = ctx.evidence.setdefault("reconciler", {}).setdefault("race", {"operationId": op})
     params = {"workspace": str(ws), "operationId": op}
     a = ctx.spawn()
-    if point.failpoint not in tuple(a.handshake.failpoints or ()):
-        raise DriveError(f"failpoint {point.failpoint} is not listed in the handshake (protocol §3, §4.4: every "
-                         "catalogue point of a claimed capability must be armable)")
-    armed = a.call("faults.arm", {"failpoint": point.failpoint, "hit": point.hit, "action": "stop"})
-    if not armed.ok:
-        if reply_code(armed) == "fault_action_unsupported":
-            raise FaultNotApplicable(f"faults.arm action stop unsupported: {(armed.error or {}).get('message')}")
-        raise DriveError(f"faults.arm with action stop answered {reply_code(armed)!r} (protocol §4.4)")
-    got = a.call_until_failpoint("runtime.reconcile", params, failpoint=point.failpoint, timeout=ctx.remaining())
-    if not isinstance(got, str):
-        raise Unreached(f"unreached: runtime.reconcile answered without announcing {point.failpoint}",
-                        reply={"ok": got.ok, "result": got.result, "error": got.error})
-    status = wait_stopped(a.pid, 5.0)
-    ctx.record("stopped_at_point", status == "stopped", f"reconciler A (pid {a.pid}) at {point.failpoint}: "
-               f"process status {status!r} (protocol §4.4 action stop: it stops itself)")
-    if status != "stopped":
+    if not _stop_at(ctx, a, point.failpoint, "runtime.reconcile", params, "reconciler A"):
         return
     evidence["pidA"] = a.pid
     b = ctx.spawn()
@@ -488,7 +473,7 @@ def _race_trial(ctx: Any, point: Any, info: Mapping[str, Any], setup: Mapping[st
             problems.append(f"{who} answered {ans} (the loser commits nothing and says already_settled or a "
                             "stable code)")
     ctx.record("loser_commits_nothing", not problems, "; ".join(problems) or
-               f"winner {committed[0]}, the other answered {[a for w, a in answers.items() if w not in committed][0]}")
+               f"winner {committed[0]}, the other answered {next(a for w, a in answers.items() if w not in committed)}")
     _target_check(ctx, "after the race", before["file"], after["file"])
     _effects_check(ctx, "after the race", before, after, op)
 
