@@ -168,3 +168,27 @@ def test_a_bundle_committed_in_two_transactions_is_caught_by_a_kill_inside_it() 
     clean = run_trial(TrialSpec("reconcile_after_observation", "live", "race", protocol=T1,
                                 command=mutant("crash-reconcile-bundle-not-atomic")), timeout=120)
     assert clean.outcome == "passed", clean.message
+
+
+def test_the_default_sweep_runs_them_and_a_sweep_against_a_broken_reconciler_fails(tmp_path: Path) -> None:
+    """``crashlab sweep`` with no point filter lists the seven reconciler trials; a sweep of the
+    reconciler group against the non-atomic bundle exits 1 with that kill trial failed."""
+    import io
+    import json
+    import shlex
+
+    from crashlab._lab.cli import main
+
+    out = io.StringIO()
+    assert main(["sweep", "--list"], out, io.StringIO()) == 0
+    listed = [line for line in out.getvalue().splitlines() if line.startswith("reconcile_")]
+    assert len(listed) == 7
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["sweep", "--impl", shlex.join(mutant("crash-reconcile-bundle-not-atomic")), "--points",
+                 "reconcile_inside_bundle", "--fault", "kill", "--report-dir", str(tmp_path)], out, err)
+    assert code == 1, out.getvalue() + err.getvalue()
+    report = json.loads((tmp_path / "crashlab-sweep.json").read_text(encoding="utf-8"))
+    assert {t["trialId"]: t["outcome"] for t in report["trials"]} == {
+        "reconcile_inside_bundle-live-t1-kill-s0-r0": "failed"}
+    assert "| reconcile_inside_bundle | **F** |" in (tmp_path / "crashlab-sweep.md").read_text(encoding="utf-8")
+    assert (tmp_path / "bundles" / "reconcile_inside_bundle-live-t1-kill-s0-r0" / "trial.json").exists()
