@@ -62,7 +62,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     # Phase 3: the finalize-only reconciler (spec-phase3 §6; optional, no level requires it)
     "runtime.reconcile": (
         "runtime.reconcile", "reconcile.decode_evidence", "reconcile.encode_evidence", "reconcile.check_binding",
-        "reconcile.classify",
+        "reconcile.classify", "reconcile.observe", "store.read_tool_evidence",
     ),
     # no operation: a promise about where and how the implementation keeps its durable files
     # (protocol §3), so that the crash lab may mount its power-loss filesystem there

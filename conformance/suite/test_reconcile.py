@@ -255,3 +255,130 @@ def test_repair_reconciles_when_asked(maka: Any, tmp_path: Path) -> None:
         raise ClauseMismatch("runtime.repair did not seal the killed run", evidence={"repair": dict(repaired)})
     expect_equal(before_files, file_state(workspace), what="the target across runtime.repair with reconcile")
     release(maka, workspace)
+
+
+# -- the two reads of spec-phase3 §6: what T1 recorded, and what the observer sees ------------------
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _identity(state: Any) -> Any:
+    """A file state without its optional ``mode`` (spec-phase3 §1.3: optional per state)."""
+    return {k: state.get(k) for k in ("type", "size", "contentDigest")} if isinstance(state, Mapping) else state
+
+
+def _workspace_bytes(workspace: str) -> dict[str, Any]:
+    """Every entry below the workspace (no link followed) with its bytes, mode and ``mtime``,
+    except SQLite's ``-shm`` index, which readers may write by design (protocol §4.2,
+    ``ledgerFiles``) and which holds no durable fact."""
+    found: dict[str, Any] = {}
+    for directory, dirs, files in os.walk(workspace):
+        for name in sorted(dirs + files):
+            path = os.path.join(directory, name)
+            if name.endswith("-shm"):
+                continue
+            info = os.lstat(path)
+            entry: dict[str, Any] = {"mode": info.st_mode, "mtimeNs": info.st_mtime_ns, "size": info.st_size}
+            if os.path.isfile(path) and not os.path.islink(path):
+                entry["sha256"] = _sha256(Path(path).read_bytes())
+            found[os.path.relpath(path, workspace)] = entry
+    return found
+
+
+@_clause("RECONCILE-READ-001", "store.read_tool_evidence answers the record T1 committed for a Write killed after its "
+         "effect: its identity, target, the before and expected-after digests of the bytes the harness knows, an "
+         "evidence digest equal to the codec's; null for an operation without evidence; and it writes nothing",
+         spec="spec-phase3 §1.2; spec-phase3 §1.3; spec-phase3 §2.1; spec-phase3 §3.4; spec-phase3 §6")
+def test_read_tool_evidence(maka: Any, tmp_path: Path) -> None:
+    before = b"port = 80\n"
+    workspace, run, operation_id = crashed_write(maka, tmp_path, "P4", before=before)
+    calls = [e for e in run["events"] if label(e) == "call"]
+    dispatches = [e for e in run["events"] if label(e) == "dispatch"]
+    files = _workspace_bytes(workspace)
+    try:
+        answer = expect_ok(maka.call("store.read_tool_evidence", {"workspace": workspace, "operationId": operation_id}),
+                           "store.read_tool_evidence")
+        missing = expect_ok(maka.call("store.read_tool_evidence",
+                                      {"workspace": workspace, "operationId": "op-that-was-never-dispatched"}),
+                            "store.read_tool_evidence of an unknown operation")
+        expect_equal(files, _workspace_bytes(workspace),
+                     what="the workspace across store.read_tool_evidence (reading never writes)")
+    finally:
+        release(maka, workspace)
+    expect_equal(None, missing.get("evidence"), what="the evidence of an operation T1 never committed (spec-phase3 §6)")
+    evidence = answer.get("evidence")
+    if not isinstance(evidence, Mapping):
+        raise ClauseMismatch("a Write of t1_after_preflight_v1 over an existing regular file must have evidence "
+                             "committed with its T1 (spec-phase3 §1.1, §3.3)", evidence={"answer": dict(answer)})
+    expect_equal(
+        {"protocol": "file_evidence_v1", "operationId": operation_id, "toolName": "Write", "targetPath": TARGET,
+         "transform": "write_whole_file_v1",
+         "callEventId": calls[0]["id"] if calls else None, "dispatchEventId": dispatches[0]["id"] if dispatches else None,
+         "before": {"type": "regular", "size": len(before), "contentDigest": _sha256(before)},
+         "expectedAfter": {"type": "regular", "size": len(CONTENT.encode()), "contentDigest": _sha256(CONTENT.encode())}},
+        {"protocol": evidence.get("protocol"), "operationId": evidence.get("operationId"),
+         "toolName": evidence.get("toolName"), "targetPath": evidence.get("targetPath"),
+         "transform": evidence.get("transform"), "callEventId": evidence.get("callEventId"),
+         "dispatchEventId": evidence.get("dispatchEventId"),
+         "before": _identity(evidence.get("before")), "expectedAfter": _identity(evidence.get("expectedAfter"))},
+        what="the committed evidence (spec-phase3 §1.2, §1.3: digests of the raw bytes)")
+    # a recorded mode is a promise about the file (§1.3): the harness chmod-ed nothing, so the
+    # before mode is the file's as it was created here
+    if isinstance(evidence["before"], Mapping) and "mode" in evidence["before"]:
+        expect_equal(0o666 & ~_umask(), evidence["before"]["mode"], what="before.mode (spec-phase3 §1.3)")
+    decoded = expect_ok(maka.call("reconcile.decode_evidence", {"evidence": evidence}), "reconcile.decode_evidence")
+    expect_equal([True, decoded.get("evidenceDigest")], [decoded.get("ok"), answer.get("evidenceDigest")],
+                 what="the evidence digest store.read_tool_evidence answers = the codec's (spec-phase3 §2.1)")
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+@_clause("RECONCILE-OBSERVE-001", "reconcile.observe answers the spec-phase3 §4.1 state of regular, absent, directory, "
+         "symlink, FIFO and over-the-limit targets, refuses to follow a linked directory on the way, and leaves every "
+         "file byte- and mtime-identical",
+         spec="spec-phase3 §4.1; spec-phase3 §4.2; spec-phase3 §4.3; spec-phase3 §6")
+def test_observe_states(maka: Any, tmp_path: Path) -> None:
+    workspace = workspace_dir(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.txt").write_bytes(CONTENT.encode())
+    root = Path(workspace)
+    (root / "sub").mkdir()
+    data = b"hello, observer\n"
+    (root / "sub" / "file.txt").write_bytes(data)
+    os.chmod(root / "sub" / "file.txt", 0o640)
+    (root / "sub" / "dir").mkdir()
+    os.symlink("file.txt", root / "sub" / "link")
+    os.mkfifo(root / "sub" / "fifo")
+    with open(root / "sub" / "big.bin", "wb") as fh:  # sparse: 16 MiB + 1 bytes, never read (§4.1)
+        fh.truncate(16 * 1024 * 1024 + 1)
+    os.symlink(str(outside), root / "linked")
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("sub/file.txt", {"type": "regular", "size": len(data), "links": 1, "mode": 0o640,
+                          "contentDigest": _sha256(data)}),
+        ("sub/missing.txt", {"type": "absent"}),
+        ("nowhere/missing.txt", {"type": "absent"}),
+        ("sub/dir", {"type": "directory"}),
+        ("sub/link", {"type": "symlink"}),
+        ("sub/fifo", {"type": "other"}),
+        ("sub/big.bin", {"type": "regular", "size": 16 * 1024 * 1024 + 1, "links": 1, "mode": 0o666 & ~_umask()}),
+        ("linked/notes.txt", {"type": "unreadable", "reason": "ancestor_not_directory"}),
+        ("sub/file.txt/x", {"type": "unreadable", "reason": "ancestor_not_directory"}),
+    ]
+    files = _workspace_bytes(workspace)
+    outside_before = _workspace_bytes(str(outside))
+    got = {}
+    for target, _ in cases:
+        answer = expect_ok(maka.call("reconcile.observe", {"workspace": workspace, "targetPath": target}),
+                           f"reconcile.observe of {target}")
+        got[target] = answer.get("observed")
+    expect_equal({t: want for t, want in cases}, got, what="the observed states (spec-phase3 §4.1, §4.3)")
+    expect_equal(files, _workspace_bytes(workspace), what="the workspace across reconcile.observe (§4.2 item 5)")
+    expect_equal(outside_before, _workspace_bytes(str(outside)), what="the directory outside the workspace")

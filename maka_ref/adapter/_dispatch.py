@@ -108,6 +108,8 @@ class Dispatcher:
         self.table["faults.arm"] = ("faults", _faults.arm)
         for op, handler in RECONCILE_OPERATIONS.items():
             self.table[op] = ("runtime.reconcile", handler)
+        # spec-phase3 §6: reading the evidence T1 committed is part of the reconciler's capability
+        self.table["store.read_tool_evidence"] = ("runtime.reconcile", self.stores.read_tool_evidence)
         for op, handler in CHECKPOINT_OPERATIONS.items():
             handle = self._releasing(handler) if op in ("checkpoint.run_turn", "checkpoint.resume") else handler
             self.table[op] = ("workspace.checkpoint", handle)

@@ -17,7 +17,13 @@ crash or a file. Each operation is a thin mapping onto ``maka_ref._reconcile``:
   decode, else the first §2.3 code);
 * ``reconcile.classify`` (spec-phase3 §4.4, §4.5): evidence × observed state → the row, its
   decision and the ``observationDigest``; an input that does not decode is ``{"ok": false,
-  "code"}`` with the §2.2 code or ``observed_state_invalid``.
+  "code"}`` with the §2.2 code or ``observed_state_invalid``;
+* ``reconcile.observe`` (spec-phase3 §4.1–§4.3): what the reconciler's observer sees at a
+  canonical target now — the one operation here that touches a file system, and only to read
+  it (no link followed, nothing written, no ``fsync``: the clause checks bytes and ``mtime``).
+
+``store.read_tool_evidence`` (spec-phase3 §3.4, §6) belongs to the same capability but reads the
+session's store, so it lives with the other store operations (``_store_ops``).
 """
 
 from __future__ import annotations
@@ -107,9 +113,27 @@ def classify(params: Params) -> dict[str, Any]:
             "observationDigest": observation_digest(record, observed)}
 
 
+def observe(params: Params) -> dict[str, Any]:
+    """spec-phase3 §4.2: the observed state of ``targetPath`` below the workspace's canonical
+    root. A target that is not canonical (§1.5) is observed as ``unreadable``/``target_invalid``,
+    as the observer itself answers; a workspace that is not a directory is ``invalid_params``
+    (the request names no workspace the harness gave us)."""
+    import os
+
+    from maka_ref._reconcile import observe as look
+    from maka_ref.adapter._params import req_str, workspace
+
+    root = workspace(params)
+    target = req_str(params, "targetPath")
+    if not os.path.isdir(root):
+        raise invalid_params(f"params.workspace {root!r} is not a directory")
+    return {"observed": look(os.path.realpath(root), target).to_json()}
+
+
 RECONCILE_OPERATIONS: dict[str, Callable[[Params], dict[str, Any]]] = {
     "reconcile.decode_evidence": decode_evidence,
     "reconcile.encode_evidence": encode_evidence,
     "reconcile.check_binding": check_binding,
     "reconcile.classify": classify,
+    "reconcile.observe": observe,
 }

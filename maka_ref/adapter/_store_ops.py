@@ -173,6 +173,20 @@ class StoreSession:
         events = self._writer(path).store.read_run_events(req_str(params, "sessionId"), req_str(params, "runId"))
         return {"events": list(events)}
 
+    def read_tool_evidence(self, params: Params) -> dict[str, Any]:
+        """spec-phase3 §3.4, §6 (capability ``runtime.reconcile``): the operation's evidence as
+        committed with its T1, ``null`` when T1 committed none (or the operation is unknown), and
+        a damaged row as the error value of its §2.2 code — a signal about that operation only."""
+        from maka_ref._reconcile import Invalid, evidence_digest
+
+        path = workspace(params)
+        found = self._writer(path).store.read_tool_evidence(req_str(params, "operationId"))
+        if found is None:
+            return {"evidence": None}
+        if isinstance(found, Invalid):
+            raise OpError(found.code, f"the stored evidence does not decode: {found.code}", {"detail": found.detail})
+        return {"evidence": found.to_json(), "evidenceDigest": evidence_digest(found)}
+
     def rebuild_projections(self, params: Params) -> dict[str, Any]:
         path = workspace(params)
         return self._writer(path).store.rebuild_tool_projections(opt_str(params, "sessionId")).to_json()

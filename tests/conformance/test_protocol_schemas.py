@@ -47,7 +47,7 @@ def test_capabilities_and_operations_agree() -> None:
     assert protocol.PROTOCOL_VERSION == 1
     assert set(OPERATIONS) == {op for ops in CAPABILITIES.values() for op in ops}
     assert all(OPERATIONS[op] == cap for cap, ops in CAPABILITIES.items() for op in ops)
-    assert len(OPERATIONS) == 51
+    assert len(OPERATIONS) == 53
 
 
 @pytest.mark.parametrize("op", sorted(OPERATIONS))

@@ -120,3 +120,60 @@ def test_pure_reconcile_operations_answer_every_input_with_a_schema_valid_value(
             assert not reply["ok"] and reply["error"]["code"] != "internal_error", (op, params, reply)
     encode_codes = {reply["error"]["code"] for (op, _, _), reply in zip(requests, replies) if op == "reconcile.encode_evidence"}
     assert encode_codes <= {"evidence_not_object", "evidence_missing_key", "evidence_state_invalid"}
+
+
+def test_read_tool_evidence_answers_the_record_null_or_the_code_of_a_damaged_row(tmp_path: Path) -> None:
+    """``store.read_tool_evidence`` (spec-phase3 §3.4, §6): the record T1 committed, ``null`` for an
+    operation without one, and a row damaged on disk as the error value of its §2.2 code —
+    never a traceback and never a guess."""
+    import hashlib
+    import sqlite3
+
+    ws = _killed_at(tmp_path, "P4")
+    second = Adapter(tmp_path)
+    try:
+        second.hello()
+        [item] = second.call("runtime.reconcile", ws)["operations"]
+        answer = second.call("store.read_tool_evidence", {**ws, "operationId": item["operationId"]})
+        evidence = answer["evidence"]
+        assert (evidence["toolName"], evidence["operationId"]) == ("Write", item["operationId"])
+        after = (Path(ws["workspace"]) / "notes.txt").read_bytes()
+        assert evidence["expectedAfter"]["contentDigest"] == "sha256:" + hashlib.sha256(after).hexdigest()
+        assert answer["evidenceDigest"] == second.call("reconcile.decode_evidence", {"evidence": evidence})["evidenceDigest"]
+        assert second.call("store.read_tool_evidence", {**ws, "operationId": "never"}) == {"evidence": None}
+        assert second.call("store.read_tool_evidence", {**ws}, ok=False)["code"] == "invalid_params"
+        second.call("store.close", ws)
+        with sqlite3.connect(Path(ws["workspace"]) / "runtime.sqlite") as db:  # damage the row on disk
+            db.execute("UPDATE runtime_tool_evidence SET evidence_json = '{\"protocol\": 1}'")
+        damaged = second.call("store.read_tool_evidence", {**ws, "operationId": item["operationId"]}, ok=False)
+        assert damaged["code"].startswith("evidence_") and damaged["code"] != "internal_error"
+        assert second.close() == 0
+    finally:
+        if second.proc.poll() is None:
+            second.kill()
+
+
+def test_observe_reads_without_writing(tmp_path: Path) -> None:
+    """``reconcile.observe`` (spec-phase3 §4.2): a regular file's state, a bad target as
+    ``unreadable``/``target_invalid``, a missing workspace as ``invalid_params``; the file's bytes
+    and mtime unchanged (atime is not part of the promise)."""
+    target = tmp_path / "ws" / "a.txt"
+    target.parent.mkdir()
+    target.write_bytes(b"abc")
+    before = target.stat()
+    adapter = Adapter(tmp_path)
+    try:
+        adapter.hello()
+        ws = str(target.parent)
+        observed = adapter.call("reconcile.observe", {"workspace": ws, "targetPath": "a.txt"})["observed"]
+        assert (observed["type"], observed["size"], observed["links"]) == ("regular", 3, 1)
+        assert adapter.call("reconcile.observe", {"workspace": ws, "targetPath": "../a.txt"})["observed"] == {
+            "type": "unreadable", "reason": "target_invalid"}
+        missing = adapter.call("reconcile.observe", {"workspace": str(tmp_path / "nope"), "targetPath": "a"}, ok=False)
+        assert missing["code"] == "invalid_params"
+        assert adapter.close() == 0
+    finally:
+        if adapter.proc.poll() is None:
+            adapter.kill()
+    after = target.stat()
+    assert (after.st_mtime_ns, after.st_ino, target.read_bytes()) == (before.st_mtime_ns, before.st_ino, b"abc")
