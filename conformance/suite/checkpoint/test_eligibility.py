@@ -117,6 +117,17 @@ def _operations(root: Path) -> Iterator[Case]:
     (root / "other.patch").write_text(patch, encoding="utf-8")
     _git_may_fail(ws, "am", str(root / "other.patch"))
     yield Case(ws, {"operation": "am"}, what="git am stopped on a conflict")
+    ws = diverged("sequencer")
+    _write(Path(ws) / "extra.txt", "x\n")  # a second commit on other, so the pick is a sequence
+    git(ws, "checkout", "-q", "other")
+    git(ws, "add", "extra.txt")
+    git(ws, "commit", "-q", "-m", "extra")
+    git(ws, "checkout", "-q", "main")
+    _git_may_fail(ws, "cherry-pick", "other~1", "other")
+    _write(Path(ws) / "README.md", "resolved\n")
+    git(ws, "add", "README.md")
+    git(ws, "commit", "-q", "-m", "resolved")  # clears CHERRY_PICK_HEAD; .git/sequencer/ stays
+    yield Case(ws, {"operation": "sequencer"}, what="a multi-commit cherry-pick committed by hand, not continued")
 
 
 def _git_may_fail(ws: str, *args: str) -> None:
