@@ -41,12 +41,11 @@ there is none here either.
 
 Choices where the contract leaves room (each said where it is used):
 
-* the wire has no way to read the evidence (spec-phase3 §6 sketches ``store.read_tool_evidence``;
-  protocol §4.3.1 has only ``runtime.reconcile``), so the harness cannot see whether a state
-  binds ``mode`` (optional, spec-phase3 §1.3). For the two mode-only kinds the table gives the
-  row for each binding and the clause accepts exactly those, narrowed where §1.3/§1.7 decide it:
-  a file the effect left with a mode other than the one ``expectedAfter.mode`` would have to be
-  (``before.mode``, or 420 when absent: §1.4) proves that state is not bound;
+* whether a state binds ``mode`` (optional, spec-phase3 §1.3) is read from the committed
+  record (``store.read_tool_evidence``, spec-phase3 §6), so each mode-only kind is held to the
+  one row its binding gives: bound, a changed mode is ``diverged``; unbound, the state still
+  matches. (Before that read existed on the wire the clause accepted both rows, narrowed by
+  §1.7 item 3; that narrowing remains for a record it could not read);
 * an implementation MAY record evidence for some file tools only (spec-phase3 §1.1 item 1): an
   example answered ``skipped`` / ``reconcile_no_evidence`` is checked to commit and touch
   nothing and counts as not covered; a tool clause with no covered example is "not applicable",
@@ -69,7 +68,7 @@ from typing import Any
 
 import pytest
 
-from conformance.clauses import ClauseMismatch, clause, expect_equal
+from conformance.clauses import ClauseMismatch, clause, expect_equal, expect_ok
 from conformance.suite.test_reconcile import NEEDS, reconcile, recovery_facts
 from conformance.suite.test_runtime_crash import (
     crash_turn,
@@ -455,13 +454,39 @@ def crashed(maka: Any, workspace: Path, setup: Setup, point: str) -> tuple[dict[
     return run, str(dispatched[0])
 
 
-def allowed_rows(example: Example, setup: Setup, expect: Expect, mode_at_kill: int | None) -> tuple[Row, ...]:
-    """``expect.rows``, narrowed for ``mode-expected`` by spec-phase3 §1.3/§1.7 item 3: a state
-    that binds ``expectedAfter.mode`` is produced with exactly that mode (``before.mode`` or
-    420, §1.4), so an effect that left another mode bound none and the file still matches."""
+def allowed_rows(example: Example, setup: Setup, expect: Expect, mode_at_kill: int | None,
+                 evidence: Mapping[str, Any] | None = None) -> tuple[Row, ...]:
+    """``expect.rows``, narrowed for the mode-only kinds to the one row spec-phase3 §1.3 gives:
+    the committed evidence (``store.read_tool_evidence``) says whether the state binds ``mode``
+    — bound, a changed mode is row 4; unbound, the state still matches. Without the record,
+    ``mode-expected`` is narrowed by §1.7 item 3: a state that binds ``expectedAfter.mode`` is
+    produced with exactly that mode (``before.mode`` or 420, §1.4), so an effect that left
+    another mode bound none and the file still matches."""
+    if evidence is not None and example.kind in MODE_KINDS:
+        key, unbound = MODE_KINDS[example.kind]
+        state = evidence.get(key)
+        return (DIVERGED,) if isinstance(state, Mapping) and "mode" in state else (unbound,)
     if example.kind == "mode-expected" and mode_at_kill is not None and mode_at_kill != setup.bindable_mode:
         return (EXPECTED,)
     return expect.rows
+
+
+#: The mode-only kinds: the evidence state whose optional ``mode`` decides, and the row when it
+#: is not bound (spec-phase3 §1.3, §4.4).
+MODE_KINDS: Mapping[str, tuple[str, Row]] = {"mode-expected": ("expectedAfter", EXPECTED), "mode-before": ("before", PRIOR)}
+
+
+def committed_evidence(maka: Any, workspace: Path, op: str) -> Mapping[str, Any] | None:
+    """The record T1 committed for ``op`` (spec-phase3 §3.4, §6 ``store.read_tool_evidence``,
+    part of ``runtime.reconcile``), or None when there is none (the example is then counted as
+    having no evidence by the reconcile answer)."""
+    try:
+        answer = expect_ok(maka.call("store.read_tool_evidence", {"workspace": str(workspace), "operationId": op}),
+                           "store.read_tool_evidence")
+    finally:
+        release(maka, str(workspace))
+    evidence = answer.get("evidence")
+    return evidence if isinstance(evidence, Mapping) else None
 
 
 def check_example(maka: Any, tmp_path: Path, example: Example, expect: Expect | None = None) -> bool:
@@ -479,6 +504,7 @@ def check_example(maka: Any, tmp_path: Path, example: Example, expect: Expect | 
     target = workspace / TARGET
     mode_at_kill = (stat.S_IMODE(os.lstat(target).st_mode)
                     if example.point == "P4" and target.is_file() and target.read_bytes() == setup.expected_after else None)
+    evidence = committed_evidence(maka, workspace, op) if example.kind in MODE_KINDS else None
     apply_kind(example.kind, setup, example.point, workspace, outside, rng)
     where = {"example": example.label, "args": dict(setup.args),
              "before": None if setup.before is None else setup.before.hex()}
@@ -489,7 +515,7 @@ def check_example(maka: Any, tmp_path: Path, example: Example, expect: Expect | 
             _check_settlement(maka, workspace, outside, run, op, setup, None, files, effects, where)
             return False
         answer = (item.get("outcome"), item.get("observation"), item.get("reasonCode"))
-        rows = allowed_rows(example, setup, expect, mode_at_kill)
+        rows = allowed_rows(example, setup, expect, mode_at_kill, evidence)
         if answer not in rows:
             raise ClauseMismatch(
                 f"[{example.label}] runtime.reconcile answered {list(answer)}; spec-phase3 §4.4 gives "
