@@ -94,3 +94,49 @@ def test_unclaimed_capability_answers_not_claimed(repo: Path) -> None:
     response = d.handle("checkpoint.capture", {"workspace": str(repo), "workspaceIdentity": f"workspace:v1:{uuid.uuid4()}"})
     assert response["ok"] is False and response["error"]["code"] == "not_claimed"
     assert "workspace.checkpoint" not in d.hello({"protocol": 1})["capabilities"]
+
+
+def _policy(**limits: int) -> dict[str, Any]:
+    from maka_ref._checkpoint.policy import DEFAULT_POLICY, policy_document
+
+    return {**policy_document(DEFAULT_POLICY), **limits}
+
+
+def test_the_policy_param_sets_the_limits(repo: Path) -> None:
+    """§10.2 ``policy?``: the carrier holds the given document — eligibility and capture apply
+    its limits, verify accepts its hash and checks the tree against it; without it, the
+    default policy; a bad one is ``invalid_checkpoint_policy`` before anything is read."""
+    d = Dispatcher()
+    identity = f"workspace:v1:{uuid.uuid4()}"
+    (repo / "b.txt").write_text("b\n", encoding="utf-8")
+    small = _policy(maxFiles=1)
+    refused = _call(d, "checkpoint.eligibility", {"workspace": str(repo), "policy": small})["result"]
+    assert refused["eligible"] is False and refused["code"] == "too_many_files"
+    response = _call(d, "checkpoint.capture", {"workspace": str(repo), "workspaceIdentity": identity, "policy": small})
+    assert response["error"]["code"] == "too_many_files"
+    two = _policy(maxFiles=2)
+    captured = _call(d, "checkpoint.capture", {"workspace": str(repo), "workspaceIdentity": identity, "policy": two})
+    ref, policy_hash = captured["result"]["checkpointRef"], captured["result"]["policyHash"]
+    assert policy_hash == _call(d, "checkpoint.policy_hash", {"policy": two})["result"]["policyHash"]
+    three = {"workspace": str(repo), "checkpointRef": ref, "policyHash": policy_hash}
+    assert _call(d, "checkpoint.verify", {**three, "policy": two})["ok"] is True
+    # the carrier's own (default) policy is not the one the artifact names
+    assert _call(d, "checkpoint.verify", three)["error"]["code"] == "checkpoint_policy_mismatch"
+    other = _call(d, "checkpoint.verify", {**three, "policyHash": _call(d, "checkpoint.policy_hash", {
+        "policy": small})["result"]["policyHash"], "policy": small})
+    assert other["error"]["code"] == "checkpoint_policy_mismatch"  # the trailer names `two`
+    bad = _call(d, "checkpoint.eligibility", {"workspace": str(repo / "missing"), "policy": {"maxFiles": 1}})
+    assert bad["error"]["code"] == "invalid_checkpoint_policy"
+
+
+def test_checkpoint_points_are_armable_and_listed() -> None:
+    from maka_ref._store.engine import failpoints
+    from maka_ref._store.engine.failpoints import CHECKPOINT_FAILPOINTS
+    from maka_ref.adapter._faults import ANNOUNCED_FAILPOINTS
+
+    assert CHECKPOINT_FAILPOINTS <= set(ANNOUNCED_FAILPOINTS)
+    try:
+        assert _call(Dispatcher(), "faults.arm", {"failpoint": "after_restore_published"})["result"] == {
+            "armed": "after_restore_published"}
+    finally:
+        failpoints.disarm()
