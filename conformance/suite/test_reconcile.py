@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from conformance.clauses import ClauseMismatch, clause, expect_equal, expect_ok
+from conformance.suite._store_support import WRITE_HASH, expect_created, expect_rejected, nothing_written, open_store
 from conformance.suite.test_runtime_crash import (
     RUN_TIMEOUT,
     crash_turn,
@@ -382,3 +383,63 @@ def test_observe_states(maka: Any, tmp_path: Path) -> None:
     expect_equal({t: want for t, want in cases}, got, what="the observed states (spec-phase3 §4.1, §4.3)")
     expect_equal(files, _workspace_bytes(workspace), what="the workspace across reconcile.observe (§4.2 item 5)")
     expect_equal(outside_before, _workspace_bytes(str(outside)), what="the directory outside the workspace")
+
+
+#: spec-phase3 §1.2 for the Write of ``_store_support`` (spec 30 Appendix A's ``call_event`` and
+#: ``dispatch_event``: ``notes.txt`` ← ``"after"`` onto nothing), written out by hand; the digest
+#: is sha256 of the five bytes ``after`` (§1.3: no domain prefix, so ``sha256sum`` gives it).
+T1_EVIDENCE: dict[str, Any] = {
+    "protocol": "file_evidence_v1", "operationId": "operation-1", "sessionId": "session-1",
+    "invocationId": "invocation-1", "runId": "run-1", "turnId": "turn-1", "providerToolCallId": "provider-call-1",
+    "callEventId": "call-event-1", "dispatchEventId": "dispatch-event-1", "toolName": "Write",
+    "canonicalArgsHash": WRITE_HASH, "workspaceIdentity": "workspace:v1:123e4567-e89b-42d3-a456-426614174000",
+    "targetPath": "notes.txt", "transform": "write_whole_file_v1", "before": {"type": "absent"},
+    "expectedAfter": {"type": "regular", "size": 5,
+                      "contentDigest": "sha256:f39592393ef0859cb196a52693d2cea00fb2df784b3c04ae54aa7cadb8e562f8"},
+    "result": {"path": "notes.txt", "bytesWritten": 5},
+}
+
+
+@clause("RECONCILE-T1-001", spec="spec-phase3 §2.2; spec-phase3 §2.3; spec-phase3 §3.3; spec-phase3 §3.4; "
+        "spec-phase3 §6; 30 §2.3", capability="runtime.reconcile", needs=("store",),
+        title="store.commit_tool_prepared with evidence commits it in T1's transaction and reads it back; a record "
+              "that does not decode or bind refuses the whole T1 with its code; an exact retry with other evidence is "
+              "evidence_conflict; an exact retry with the same evidence is created: false")
+def test_t1_with_evidence(maka: Any, tmp_path: Path) -> None:
+    from conformance.suite._store_support import t1_params
+
+    store = open_store(maka, tmp_path)
+    # refusals first, on an empty run: nothing may be written by any of them (§3.3 step 9)
+    refusals: list[tuple[str, dict[str, Any], set[str]]] = [
+        ("an unknown key", {**T1_EVIDENCE, "extra": 1}, {"evidence_unknown_key"}),
+        ("a transform that is not the tool's", {**T1_EVIDENCE, "transform": "append_utf8_v1"},
+         {"evidence_transform_unsupported"}),
+        ("another operation's id", {**T1_EVIDENCE, "operationId": "operation-2"}, {"evidence_operation_conflict"}),
+        ("another call event", {**T1_EVIDENCE, "callEventId": "call-event-9"}, {"evidence_operation_conflict"}),
+        ("an expected size the content contradicts", {**T1_EVIDENCE, "expectedAfter": {
+            **T1_EVIDENCE["expectedAfter"], "size": 6}}, {"evidence_args_conflict"}),
+        ("another result", {**T1_EVIDENCE, "result": {"path": "notes.txt", "bytesWritten": 4}},
+         {"evidence_result_conflict"}),
+    ]
+    for what, evidence, codes in refusals:
+        reply = maka.call("store.commit_tool_prepared", {**t1_params(store.ws), "evidence": evidence})
+        expect_rejected(reply, "store.commit_tool_prepared", codes, f"T1 with evidence carrying {what}")
+        nothing_written(store, [], f"T1 with evidence carrying {what}")
+    created = expect_ok(maka.call("store.commit_tool_prepared", {**t1_params(store.ws), "evidence": T1_EVIDENCE}),
+                        "store.commit_tool_prepared with evidence")
+    expect_created(created, True, "T1 with evidence", runtimeEventSeq=2)
+    read = expect_ok(maka.call("store.read_tool_evidence", {"workspace": store.ws, "operationId": "operation-1"}),
+                     "store.read_tool_evidence")
+    expect_equal(T1_EVIDENCE, read.get("evidence"), what="the evidence read back (spec-phase3 §3.4)")
+    retry = expect_ok(maka.call("store.commit_tool_prepared", {**t1_params(store.ws, committed_at=99),
+                                                               "evidence": T1_EVIDENCE}), "exact T1 retry")
+    expect_created(retry, False, "an exact T1 retry with the same evidence", runtimeEventSeq=2)
+    other = {**T1_EVIDENCE, "workspaceIdentity": "workspace:v1:00000000-0000-4000-8000-000000000000"}
+    for what, params in (("other evidence", {**t1_params(store.ws), "evidence": other}),
+                         ("no evidence", t1_params(store.ws))):
+        reply = maka.call("store.commit_tool_prepared", params)
+        expect_rejected(reply, "store.commit_tool_prepared", "evidence_conflict", f"an exact T1 retry with {what}")
+    read = expect_ok(maka.call("store.read_tool_evidence", {"workspace": store.ws, "operationId": "operation-1"}),
+                     "store.read_tool_evidence")
+    expect_equal(T1_EVIDENCE, read.get("evidence"), what="the evidence after the refused retries")
+    store.close()

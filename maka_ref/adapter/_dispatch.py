@@ -110,10 +110,22 @@ class Dispatcher:
             self.table[op] = ("runtime.reconcile", handler)
         # spec-phase3 §6: reading the evidence T1 committed is part of the reconciler's capability
         self.table["store.read_tool_evidence"] = ("runtime.reconcile", self.stores.read_tool_evidence)
+        self.table["store.commit_tool_prepared"] = ("store", self._evidence_needs_reconcile(self.stores.commit_tool_prepared))
         for op, handler in CHECKPOINT_OPERATIONS.items():
             handle = self._releasing(handler) if op in ("checkpoint.run_turn", "checkpoint.resume") else handler
             self.table[op] = ("workspace.checkpoint", handle)
         self.table["batch"] = ("", self.batch)
+
+    def _evidence_needs_reconcile(self, handler: Handler) -> Handler:
+        """T1's ``evidence`` parameter (spec-phase3 §3.3, §6) belongs to ``runtime.reconcile``:
+        unclaimed, the request is ``not_claimed`` rather than a T1 silently without evidence."""
+
+        def handle(params: Params) -> Any:
+            if "evidence" in params and "runtime.reconcile" not in self.claims:
+                raise OpError("not_claimed", "params.evidence needs the capability runtime.reconcile")
+            return handler(params)
+
+        return handle
 
     def _releasing(self, handler: Handler) -> Handler:
         """Runtime ops open their own connections: close this session's stores of that workspace first."""

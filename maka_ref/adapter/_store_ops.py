@@ -130,6 +130,7 @@ class StoreSession:
             canonical_args_hash=req_str(params, "canonicalArgsHash"),
             recovery_mode=req_str(params, "recoveryMode"),
             committed_at=req_int(params, "committedAt"),
+            evidence=req_object(params, "evidence") if "evidence" in params else None,
         )
         return self._writer(path).store.commit_tool_prepared(data).to_json()
 

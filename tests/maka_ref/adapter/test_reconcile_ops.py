@@ -177,3 +177,20 @@ def test_observe_reads_without_writing(tmp_path: Path) -> None:
             adapter.kill()
     after = target.stat()
     assert (after.st_mtime_ns, after.st_ino, target.read_bytes()) == (before.st_mtime_ns, before.st_ino, b"abc")
+
+
+def test_t1_evidence_parameter_needs_the_capability(tmp_path: Path) -> None:
+    """spec-phase3 §6: T1's ``evidence`` belongs to ``runtime.reconcile``; a process that claims
+    only ``store`` answers ``not_claimed`` and writes nothing (never a T1 silently without it)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "maka_ref.adapter", "--claim", "store"], cwd=tmp_path, timeout=TIMEOUT,
+        input=_encode({"id": 0, "op": "hello", "params": {"protocol": 1}})
+        + _encode({"id": 1, "op": "store.commit_tool_prepared", "params": {"workspace": str(ws), "evidence": {}}}),
+        capture_output=True,
+    )
+    assert proc.returncode == 0
+    _, reply = (parse_json_text(line) for line in proc.stdout.decode().splitlines())
+    assert reply["error"]["code"] == "not_claimed"
+    assert list(ws.iterdir()) == []
