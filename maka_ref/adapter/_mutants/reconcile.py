@@ -204,3 +204,27 @@ def apply_observer_follows_final_link() -> None:
         return observe
 
     wrap("maka_ref._reconcile.observer", "observe", factory)
+
+
+@mutant("store-t1-evidence-unbound", layer="store", spec="spec-phase3 §2.3; §3.3", family="RECONCILE-T1-001",
+        keyword="RECONCILE-T1-001")
+def apply_t1_evidence_unbound() -> None:
+    """T1 decodes the evidence (§2.2) but never binds it to the call and dispatch it commits
+    (§2.3): a record naming another operation, another call event, a size the content
+    contradicts or another result is stored with the operation.
+
+    spec-phase3 §3.3 step 9: any binding code refuses T1 and nothing is written — a record that
+    does not describe its own call could later let a reconciler "complete" an operation from
+    a state the call never promised. Killed by RECONCILE-T1-001 (the binding refusals)."""
+    from maka_ref._store import evidence as carrier
+
+    def factory(original: Any) -> Any:
+        def prepare_evidence(evidence: Any, call_event: Any, dispatch_event: Any) -> Any:
+            decoded = carrier.decode_evidence(evidence.to_json() if isinstance(evidence, carrier.FileEvidence) else evidence)
+            if isinstance(decoded, carrier.Invalid):
+                return original(evidence, call_event, dispatch_event)  # the decode refusals stay
+            text = carrier.stable_json(decoded.to_json())  # the mutation: no check_binding
+            return carrier.PreparedEvidence(decoded, text, carrier.domain_digest(carrier.EVIDENCE_DIGEST_DOMAIN, text))
+        return prepare_evidence
+
+    wrap("maka_ref._store.evidence", "prepare_evidence", factory)
