@@ -16,8 +16,8 @@ mutants that only a power cut can kill (issue 15 item 3).
 
 May import: ``maka_ref._boundary``, ``maka_ref._checkpoint``, ``maka_ref._codec``, ``maka_ref._ledger``, ``maka_ref._plan.phase0``,
 ``maka_ref._plan.prefix``, ``maka_ref._reconcile``, ``maka_ref._runtime``, ``maka_ref._store.agent_runs``,
-``maka_ref._store.engine``, ``maka_ref._store.errors``, ``maka_ref._store.insert``,
-``maka_ref._store.legacy``.
+``maka_ref._store.engine``, ``maka_ref._store.errors``, ``maka_ref._store.evidence``,
+``maka_ref._store.insert``, ``maka_ref._store.legacy``.
 """
 
 from __future__ import annotations

@@ -216,15 +216,17 @@ def apply_t1_evidence_unbound() -> None:
     spec-phase3 §3.3 step 9: any binding code refuses T1 and nothing is written — a record that
     does not describe its own call could later let a reconciler "complete" an operation from
     a state the call never promised. Killed by RECONCILE-T1-001 (the binding refusals)."""
-    from maka_ref._store import evidence as carrier
+    from maka_ref._store.evidence import (
+        EVIDENCE_DIGEST_DOMAIN, FileEvidence, Invalid, PreparedEvidence, decode_evidence, domain_digest, stable_json,
+    )
 
     def factory(original: Any) -> Any:
         def prepare_evidence(evidence: Any, call_event: Any, dispatch_event: Any) -> Any:
-            decoded = carrier.decode_evidence(evidence.to_json() if isinstance(evidence, carrier.FileEvidence) else evidence)
-            if isinstance(decoded, carrier.Invalid):
+            decoded = decode_evidence(evidence.to_json() if isinstance(evidence, FileEvidence) else evidence)
+            if isinstance(decoded, Invalid):
                 return original(evidence, call_event, dispatch_event)  # the decode refusals stay
-            text = carrier.stable_json(decoded.to_json())  # the mutation: no check_binding
-            return carrier.PreparedEvidence(decoded, text, carrier.domain_digest(carrier.EVIDENCE_DIGEST_DOMAIN, text))
+            text = stable_json(decoded.to_json())  # the mutation: no check_binding
+            return PreparedEvidence(decoded, text, domain_digest(EVIDENCE_DIGEST_DOMAIN, text))
         return prepare_evidence
 
     wrap("maka_ref._store.evidence", "prepare_evidence", factory)
