@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -236,6 +237,32 @@ class FileEvidence:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "result", freeze(self.result))
+
+    @classmethod
+    def for_call(cls, identity: Mapping[str, Any], *, tool_name: str, workspace_identity: str, target_path: str,
+                 before: FileState, expected_after: FileState, result: Any) -> FileEvidence:
+        """A record whose execution identity and ``canonicalArgsHash`` are read from
+        ``identity`` by their §1.2 keys — a decoded record's object, or the ids of the call and
+        dispatch T1 will commit — so the key-to-field mapping exists once; ``transform`` is the
+        one of ``tool_name`` (§1.4)."""
+        return cls(
+            operation_id=identity["operationId"],
+            session_id=identity["sessionId"],
+            invocation_id=identity["invocationId"],
+            run_id=identity["runId"],
+            turn_id=identity["turnId"],
+            provider_tool_call_id=identity["providerToolCallId"],
+            call_event_id=identity["callEventId"],
+            dispatch_event_id=identity["dispatchEventId"],
+            tool_name=tool_name,
+            canonical_args_hash=identity["canonicalArgsHash"],
+            workspace_identity=workspace_identity,
+            target_path=target_path,
+            transform=TRANSFORM_FOR_TOOL[tool_name],
+            before=before,
+            expected_after=expected_after,
+            result=result,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of spec-phase3 §1.2 (a plain, mutable copy)."""
@@ -447,24 +474,8 @@ def decode_evidence(value: object) -> FileEvidence | Invalid:
         return Invalid("evidence_transform_conflict", conflict)
     if not isinstance(plain["result"], dict):
         return Invalid("evidence_result_invalid", f"result is {_json_type(plain['result'])}, not an object")
-    return FileEvidence(
-        operation_id=plain["operationId"],
-        session_id=plain["sessionId"],
-        invocation_id=plain["invocationId"],
-        run_id=plain["runId"],
-        turn_id=plain["turnId"],
-        provider_tool_call_id=plain["providerToolCallId"],
-        call_event_id=plain["callEventId"],
-        dispatch_event_id=plain["dispatchEventId"],
-        tool_name=tool,
-        canonical_args_hash=plain["canonicalArgsHash"],
-        workspace_identity=workspace,
-        target_path=plain["targetPath"],
-        transform=plain["transform"],
-        before=before,
-        expected_after=after,
-        result=plain["result"],
-    )
+    return FileEvidence.for_call(plain, tool_name=tool, workspace_identity=workspace, target_path=plain["targetPath"],
+                                 before=before, expected_after=after, result=plain["result"])
 
 
 def _decode_state(value: Any, name: str) -> FileState | Invalid:

@@ -146,23 +146,9 @@ def build_evidence(
     after = _after(tool, before, data, args)
     if after is None or len(after) > MAX_FILE_BYTES:
         return None
-    return FileEvidence(
-        operation_id=identity["operationId"],
-        session_id=identity["sessionId"],
-        invocation_id=identity["invocationId"],
-        run_id=identity["runId"],
-        turn_id=identity["turnId"],
-        provider_tool_call_id=identity["providerToolCallId"],
-        call_event_id=identity["callEventId"],
-        dispatch_event_id=identity["dispatchEventId"],
-        tool_name=tool,
-        canonical_args_hash=identity["canonicalArgsHash"],
-        workspace_identity=workspace_identity,
-        target_path=target,
-        transform=TRANSFORM_FOR_TOOL[tool],
-        before=before,
-        expected_after=FileState("regular", len(after), content_digest(after)),
-        result=expected_result(tool, args),
+    return FileEvidence.for_call(
+        identity, tool_name=tool, workspace_identity=workspace_identity, target_path=target, before=before,
+        expected_after=FileState("regular", len(after), content_digest(after)), result=expected_result(tool, args),
     )
 
 
