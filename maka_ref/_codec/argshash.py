@@ -165,6 +165,22 @@ def canonical_args_hash(tool_name: str, args: Any) -> str:
 
     Raises ``ArgsHashError`` for an empty/non-str tool name or non-strict-JSON args.
     """
+    global _last
+    last = _last
+    if last is not None and last[1] is args and last[0] == tool_name:
+        return last[2]
     body = args_hash_body(tool_name, args)
     # The body holds no raw surrogates (the writer escapes lone ones), so UTF-8 is total.
-    return "sha256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()
+    digest = "sha256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()
+    if type(args) is FrozenDict and type(tool_name) is str:
+        _last = (tool_name, args, digest)
+    return digest
+
+
+#: The last ``(tool_name, args, digest)`` hashed with *frozen* arguments. Why: a tool call's
+#: arguments are hashed by T1's pre-checks and again by the ledger scanner when the transition
+#: check binds the dispatch to the call — the same decoded (immutable) object twice in a row.
+#: Reused only for that very object (``is``; the entry keeps it alive, so its id cannot be
+#: recycled) and an equal tool name; a ``FrozenDict`` is immutable and its values are frozen
+#: deeply, so the digest cannot have changed.
+_last: tuple[str, Any, str] | None = None

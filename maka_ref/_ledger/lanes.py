@@ -91,10 +91,12 @@ def classify_lane(event: Any) -> str:
     """The event's lane, or ``"conflict"`` (§4.1). Never raises."""
     if not isinstance(event, dict):
         return CONFLICT
+    get = event.get
     for key in _IDENTITY_FIELDS:
-        if ill_typed(event.get(key), event, key):
+        value = get(key)
+        if type(value) is not str and (value is not None or key in event):  # ill_typed, inlined (hot)
             return CONFLICT
-    return lane_of_event(event)
+    return lane_of_parts(event, get("content"), get("actions"))
 
 
 def validate_generic_append(event: Any) -> str | None:

@@ -25,6 +25,7 @@ events.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import sqlite3
 from collections.abc import Mapping
@@ -83,7 +84,26 @@ def stream_key(identity: str, event: Mapping[str, Any]) -> str:
         event.get("role"),
         event.get("author"),
     ]
-    return hashlib.sha256(stable_json(parts).encode("utf-8")).hexdigest()
+    return hashlib.sha256(_parts_json(parts).encode("utf-8")).hexdigest()
+
+
+_escape = json.encoder.encode_basestring  # what ``stable_json`` writes a string with
+
+
+def _parts_json(parts: list[Any]) -> str:
+    """``stable_json(parts)``, written directly when every part is a string or None.
+
+    Why: a stream key is computed for every immutable final the store inserts (one per tool
+    call), and the general serialiser walks its value in Python. For a flat array of strings
+    and nulls ``stable_json`` writes ``[``, the items escaped with ``encode_basestring`` (or
+    ``null``) joined by ``,``, and ``]``; only a character ≥ U+D800 (a surrogate, which it
+    re-joins or escapes) can differ, so such a text takes the general path.
+    Guard: ``tests/maka_ref/store/test_partials_key.py``."""
+    if all(type(part) is str or part is None for part in parts):
+        text = "[" + ",".join("null" if part is None else _escape(part) for part in parts) + "]"
+        if text.isascii() or max(text) < "\ud800":
+            return text
+    return stable_json(parts)
 
 
 def _refs_exactly(event: Mapping[str, Any], key: str) -> str | None:

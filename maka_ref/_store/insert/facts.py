@@ -13,12 +13,15 @@ call after call, so the answers never change. This cache remembers, per connecti
 * ``unsealed``: ``(session, run)`` pairs holding *no* terminal row (the seal query found
   nothing);
 * ``unclaimed``: sessions with *no* continuation-claim row as source or target (the built-in
-  continuation guard then has nothing to check).
+  continuation guard then has nothing to check);
+* ``no_partials``: True when ``runtime_partial_snapshots`` holds *no* row at all (an immutable
+  final then has no snapshot to delete, so neither its stream key nor the ``DELETE`` is
+  needed). False or None: unknown, the ``DELETE`` runs as always.
 
 Each is a universal statement over rows ("every row … / no row …"), which is what makes it
 cheap to keep valid. It stays true when rows are removed, and T1/T2 only add rows that keep
-it true: rows of the very identity that was checked (the writer checked it), never a claim,
-and a terminal row drops its run from ``unsealed`` right after its INSERT. Cached tuples
+it true: rows of the very identity that was checked (the writer checked it), never a claim
+or a partial snapshot (they only delete snapshots), and a terminal row drops its run from ``unsealed`` right after its INSERT. Cached tuples
 never overlap (a freshly checked tuple evicts every tuple sharing its invocation or its
 (session, run)), so a row written for one tuple cannot falsify another.
 
@@ -54,7 +57,7 @@ ENABLED = True
 class InsertFacts:
     """Passing verdicts of ``insert_event``'s identity, seal and claim checks (see module doc)."""
 
-    __slots__ = ("_capacity", "_clean", "_data_version", "_settled", "identity", "unclaimed", "unsealed")
+    __slots__ = ("_capacity", "_clean", "_data_version", "_settled", "identity", "no_partials", "unclaimed", "unsealed")
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self._capacity = capacity
@@ -64,6 +67,8 @@ class InsertFacts:
         self.identity: set[tuple[str, str, str, str]] = set()
         self.unsealed: set[tuple[str, str]] = set()
         self.unclaimed: set[str] = set()
+        #: True: no partial snapshot row exists (see the module docstring); None: not asked.
+        self.no_partials: bool | None = None
 
     def __len__(self) -> int:
         return len(self.identity) + len(self.unsealed) + len(self.unclaimed)
@@ -72,6 +77,7 @@ class InsertFacts:
         self.identity.clear()
         self.unsealed.clear()
         self.unclaimed.clear()
+        self.no_partials = None
 
     def begin(self, conn: sqlite3.Connection, data_version: object, fresh_changes: int | None) -> None:
         """Start of a cached writer's in-transaction work. ``data_version`` was read inside this
@@ -88,6 +94,13 @@ class InsertFacts:
     def learning(self, conn: sqlite3.Connection) -> bool:
         """May a verdict just obtained by a query be recorded (nothing changed yet)?"""
         return self._clean is not None and conn.total_changes == self._clean
+
+    def learn_partials(self, conn: sqlite3.Connection) -> None:
+        """Ask once (per validity period) whether any partial snapshot row exists; recorded only
+        while the transaction has changed nothing (:meth:`learning`)."""
+        if self.no_partials is None and self.learning(conn):
+            row = conn.execute("SELECT EXISTS (SELECT 1 FROM runtime_partial_snapshots)").fetchone()
+            self.no_partials = row[0] == 0
 
     def add_identity(self, key: tuple[str, str, str, str]) -> None:
         session_id, invocation_id, run_id, _turn_id = key

@@ -177,6 +177,27 @@ def delete_completed_partial(conn: sqlite3.Connection, event: Mapping[str, Any])
         conn.execute("DELETE FROM runtime_partial_snapshots WHERE stream_key = ?", (key,))
 
 
+_INSERT_EVENT_SQL = (
+    "INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, turn_id, event_seq, "
+    "event_kind, payload_json, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_ORDINAL_SQL = (
+    "INSERT INTO runtime_session_event_ordinals (session_id, ordinal, event_id) "
+    "SELECT ?, COALESCE(MAX(ordinal), 0) + 1, ? FROM runtime_session_event_ordinals WHERE session_id = ?"
+)
+
+#: Tests switch this off to compare with the existence query run first.
+INSERT_FIRST = True
+
+
+def _delete_partial(conn: sqlite3.Connection, event: Mapping[str, Any], facts: InsertFacts | None) -> None:
+    """:func:`delete_completed_partial`, skipped when the insert cache knows that no partial
+    snapshot row exists (there is nothing it could delete)."""
+    if facts is not None and facts.no_partials is True:
+        return
+    delete_completed_partial(conn, event)
+
+
 def insert_event(
     conn: sqlite3.Connection,
     encoded: EncodedRuntimeEvent,
@@ -225,8 +246,28 @@ def insert_event(
             if learning:
                 facts.add_identity(key)
     check_steering(conn, event)
+    if facts is not None:
+        facts.learn_partials(conn)
     event_id = event["id"]
-    stored = read_event_row(conn, event_id)
+    run_key = (event["sessionId"], event["runId"])
+    if (
+        facts is not None and event_seq is not None and INSERT_FIRST and _continuation_guard is _claims_guard
+        and event["sessionId"] in facts.unclaimed and run_key in facts.unsealed
+    ):
+        # The continuation guard and the seal check would pass without a query whether the id
+        # is new or stored (an unclaimed session, an unsealed run), so the order in which
+        # they run against the existence check cannot change a verdict: try the row first.
+        # Only a PRIMARY KEY conflict means "stored"; the failed statement changed nothing.
+        try:
+            _insert_row(conn, encoded, committed_at, event_seq)
+        except sqlite3.IntegrityError:
+            stored = read_event_row(conn, event_id)
+            if stored is None:
+                raise  # another constraint: the same statement fails the same way on the plain path
+        else:
+            return _after_insert(conn, event, event_id, event_seq, facts, rows), True
+    else:
+        stored = read_event_row(conn, event_id)
     if stored is not None:
         if not json_strict_equal(stored.event, event):
             raise StoreError(f"RuntimeEvent identity conflict for {event_id}", code="event_identity_conflict")
@@ -234,7 +275,7 @@ def insert_event(
             continuation_guard(conn, event, True)
         else:
             _guard_cached(conn, facts, event, True)
-        delete_completed_partial(conn, event)
+        _delete_partial(conn, event, facts)
         if not allow_exact_duplicate:
             raise StoreError(
                 f"RuntimeEvent {event_id} already exists outside this tool transaction",
@@ -246,7 +287,6 @@ def insert_event(
         check_run_sealed(conn, event["sessionId"], event["runId"])
     else:
         _guard_cached(conn, facts, event, False)
-        run_key = (event["sessionId"], event["runId"])
         if run_key not in facts.unsealed:
             learning = facts.learning(conn)
             check_run_sealed(conn, *run_key)
@@ -257,11 +297,17 @@ def insert_event(
             "SELECT COALESCE(MAX(event_seq), 0) + 1 FROM runtime_events WHERE invocation_id = ?",
             (event["invocationId"],),
         ).fetchone()[0]
+    _insert_row(conn, encoded, committed_at, event_seq)
+    return _after_insert(conn, event, event_id, event_seq, facts, rows), True
+
+
+def _insert_row(conn: sqlite3.Connection, encoded: EncodedRuntimeEvent, committed_at: int | float, event_seq: int) -> None:
+    """The ``runtime_events`` row of a new event."""
+    event = encoded.event
     conn.execute(
-        "INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, turn_id, event_seq, "
-        "event_kind, payload_json, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        _INSERT_EVENT_SQL,
         (
-            event_id,
+            event["id"],
             event["sessionId"],
             event["invocationId"],
             event["runId"],
@@ -272,14 +318,19 @@ def insert_event(
             committed_at,
         ),
     )
+
+
+def _after_insert(
+    conn: sqlite3.Connection, event: Mapping[str, Any], event_id: str, event_seq: int,
+    facts: InsertFacts | None, rows: RunRows | None,
+) -> int:
+    """What follows a new row: the run-row memory, the session ordinal, the seal memory and
+    the partial snapshot the event completes. Returns ``event_seq``."""
+    session_id = event["sessionId"]
     if rows is not None:
-        rows.record(conn, event["sessionId"], event["runId"], event_id, is_terminal_event(event))
-    conn.execute(
-        "INSERT INTO runtime_session_event_ordinals (session_id, ordinal, event_id) "
-        "SELECT ?, COALESCE(MAX(ordinal), 0) + 1, ? FROM runtime_session_event_ordinals WHERE session_id = ?",
-        (event["sessionId"], event_id, event["sessionId"]),
-    )
+        rows.record(conn, session_id, event["runId"], event_id, is_terminal_event(event))
+    conn.execute(_INSERT_ORDINAL_SQL, (session_id, event_id, session_id))
     if facts is not None and may_seal(event):
-        facts.unsealed.discard((event["sessionId"], event["runId"]))
-    delete_completed_partial(conn, event)
-    return event_seq, True
+        facts.unsealed.discard((session_id, event["runId"]))
+    _delete_partial(conn, event, facts)
+    return event_seq

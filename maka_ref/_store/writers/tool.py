@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from maka_ref._codec.argshash import canonical_args_hash
-from maka_ref._events.encode import EncodedRuntimeEvent
+from maka_ref._events.encode import EncodedRuntimeEvent, encode_runtime_event
 from maka_ref._ledger.lanes import (
     FUNCTION_CALL,
     FUNCTION_RESPONSE,
@@ -41,7 +41,6 @@ from maka_ref._store.projections import (
 )
 from maka_ref._store.records import CommitResult
 from maka_ref._store.writers.generic import (
-    canonicalize,
     check_no_recovery_fact,
     check_reserved_authority,
 )
@@ -103,10 +102,19 @@ def _fail(message: str, code: str) -> StoreError:
     return StoreError(message, code=code)
 
 
+def _canonicalize(raw: Any) -> EncodedRuntimeEvent:
+    """G8 (``generic.canonicalize``) for T1/T2: decode + lossless canonical JSON, same text and
+    same errors, but a plain event is kept in the decoder's key order instead of being re-built
+    in the text's (``encode_runtime_event(ordered=False)``). Why that is safe: T1 and T2 only
+    read fields of their events, compare them key by key (``json_strict_equal``, the canonical
+    text) and store the canonical text; nothing they do or return depends on key order."""
+    return encode_runtime_event(raw, ordered=False)
+
+
 def prepare_t1(data: T1Input) -> PreparedT1:
     """§2.3 pre-transaction validation, steps 1–8 in order."""
-    call_encoded = canonicalize(data.runtime_event)
-    dispatch_encoded = canonicalize(data.dispatch_runtime_event)
+    call_encoded = _canonicalize(data.runtime_event)
+    dispatch_encoded = _canonicalize(data.dispatch_runtime_event)
     call, dispatch = call_encoded.event, dispatch_encoded.event
     check_reserved_authority(call)
     check_reserved_authority(dispatch)
@@ -209,7 +217,7 @@ def commit_t1(conn: sqlite3.Connection, gate: HealthGate, prepared: PreparedT1) 
 
 def prepare_t2(data: T2Input) -> PreparedT2:
     """§2.4 pre-transaction validation."""
-    encoded = canonicalize(data.runtime_event)
+    encoded = _canonicalize(data.runtime_event)
     event = encoded.event
     check_reserved_authority(event)
     if data.journal_event_id != f"{data.operation_id}_outcome":

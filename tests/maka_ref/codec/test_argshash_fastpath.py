@@ -10,6 +10,7 @@ value, the fast path either declines (``None``) or produces the very same text, 
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from maka_ref._codec import argshash as argshash_module
 from maka_ref._codec.argshash import _general_body, _plain_body, args_hash_body, canonical_args_hash
 from maka_ref._codec.frozen import FrozenDict, FrozenList, freeze
 from maka_ref._errors import ArgsHashError
@@ -195,3 +197,38 @@ def test_invalid_arguments_still_raise_the_spec_error() -> None:
 
 def test_frozen_types_are_the_ones_accepted() -> None:
     assert _plain_body("X", FrozenDict({"a": FrozenList([1, "b"])})) == '{"args":{"a":[1,"b"]},"toolName":"X"}'
+
+
+# ---------------------------------------------------------------------------------------
+# The one-entry memo of ``canonical_args_hash``: frozen arguments are hashed twice per tool
+# call (T1's pre-checks, then the scanner binding the dispatch to the call); the memo never
+# changes a digest. Expected digests are SHA-256 of literal canonical bodies (hashlib).
+# ---------------------------------------------------------------------------------------
+
+
+def _digest(body: str) -> str:
+    return "sha256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def test_same_frozen_object_other_tool_name_is_not_a_hit() -> None:
+    args = FrozenDict({"path": "a.txt", "n": 1})
+    assert canonical_args_hash("Write", args) == _digest('{"args":{"n":1,"path":"a.txt"},"toolName":"Write"}')
+    assert argshash_module._last is not None and argshash_module._last[1] is args  # remembered
+    assert canonical_args_hash("Read", args) == _digest('{"args":{"n":1,"path":"a.txt"},"toolName":"Read"}')
+    assert canonical_args_hash("Write", args) == _digest('{"args":{"n":1,"path":"a.txt"},"toolName":"Write"}')
+
+
+def test_mutable_arguments_are_never_remembered() -> None:
+    args = {"path": "a.txt"}
+    canonical_args_hash("Write", FrozenDict({"x": 1}))
+    first = canonical_args_hash("Write", args)
+    assert first == _digest('{"args":{"path":"a.txt"},"toolName":"Write"}')
+    assert argshash_module._last is None or argshash_module._last[1] is not args
+    args["path"] = "b.txt"  # the same dict object, now different: hashed afresh
+    assert canonical_args_hash("Write", args) == _digest('{"args":{"path":"b.txt"},"toolName":"Write"}')
+
+
+def test_equal_but_distinct_objects_hash_alike() -> None:
+    a = FrozenDict({"k": [1, "x", None, True]})
+    b = FrozenDict({"k": [1, "x", None, True]})
+    assert canonical_args_hash("T", a) == canonical_args_hash("T", b) == _digest('{"args":{"k":[1,"x",null,true]},"toolName":"T"}')

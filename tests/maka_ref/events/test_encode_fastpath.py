@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from maka_ref._codec.frozen import FrozenDict, FrozenList
 from maka_ref._events import encode
-from maka_ref._events.encode import encode_runtime_event
+from maka_ref._events.encode import encode_runtime_event, json_strict_equal
 from maka_ref._events.schema import decode_runtime_event
 
 VECTOR_DIR = Path(__file__).resolve().parents[3] / "conformance" / "vectors"
@@ -172,3 +172,74 @@ def test_generated_events_encode_the_same(args: Any, result: Any, ts: Any) -> No
         _same(base(role="tool", author="tool", content={
             "kind": "function_response", "id": "c", "name": "n", "result": result}, actions={"stateDelta": {"r": args}}),
             monkeypatch)
+
+
+# ---------------------------------------------------------------------------------------
+# ``encode_runtime_event(value, ordered=False)`` (the store's T1/T2 pre-checks) differs from the
+# ordered encoding only in the key order of the returned event.
+#
+# Compared with the ordered result (itself checked against the full round trip by the tests
+# above), for every event in the golden vectors, the hand-made cases of each
+# fast-path fallback and generated events: the same canonical text, or the same error type,
+# message and detail; an event equal value by value with the same Python types (order
+# ignored); and, for a plain event, the decoder's own event (nothing re-built).
+# ---------------------------------------------------------------------------------------
+
+
+def _typed(value: Any) -> Any:
+    """Value with types explicit and object key order ignored."""
+    if isinstance(value, dict):
+        return (type(value).__name__, sorted((key, _typed(item)) for key, item in value.items()))
+    if isinstance(value, list):
+        return (type(value).__name__, [_typed(item) for item in value])
+    return (type(value).__name__, repr(value))
+
+
+def _outcome_unordered(value: Any, ordered: bool) -> Any:
+    try:
+        encoded = encode_runtime_event(value, ordered=ordered)
+    except Exception as error:  # noqa: BLE001 - the error is the observable result
+        return ("error", type(error).__name__, str(error), getattr(error, "detail", None)), None
+    return ("ok", encoded.canonical_json, _typed(encoded.event)), encoded.event
+
+
+def _same_unordered(value: Any) -> Any:
+    unordered, unordered_event = _outcome_unordered(value, False)
+    ordered, ordered_event = _outcome_unordered(value, True)
+    assert unordered == ordered
+    if unordered_event is not None:
+        assert json_strict_equal(unordered_event, ordered_event)
+    return unordered
+
+
+def test_every_vector_event_encodes_the_same_unordered() -> None:
+    assert len(VECTOR_EVENTS) > 50
+    outcomes = [_same_unordered(event) for event in VECTOR_EVENTS]
+    assert any(outcome[0] == "ok" for outcome in outcomes)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_case_encodes_the_same_unordered(name: str) -> None:
+    _same_unordered(CASES[name])
+
+
+def test_plain_event_is_the_decoded_event_and_others_fall_back() -> None:
+    decoded = decode_runtime_event(CASES["plain call"])
+    fast = encode._fast_encode_unordered(decoded)
+    assert fast is not None and fast.event is decoded
+    for name in ("float ts", "integral float ts", "unsafe int", "digit keys", "astral", "split pair", "private use"):
+        assert encode._fast_encode_unordered(decode_runtime_event(CASES[name])) is None, name
+
+
+def test_unordered_without_the_fast_path_is_the_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(encode, "FAST_PATH_ENABLED", False)
+    for value in CASES.values():
+        _same_unordered(value)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(args=_json, result=_json)
+def test_generated_events_encode_the_same_unordered(args: Any, result: Any) -> None:
+    _same_unordered(base(content={"kind": "function_call", "id": "c", "name": "n", "args": args}))
+    _same_unordered(base(role="tool", author="tool", content={
+        "kind": "function_response", "id": "c", "name": "n", "result": result}, actions={"stateDelta": {"r": args}}))
