@@ -39,6 +39,11 @@ Measures, in one process and on one disk (a temporary directory under ``--dir``)
    reading + decoding rows and scanning. The writer ``open()`` (migration check + full
    health scan, §2.1) of that database is timed too.
 
+6. **Upstream's store** (only with ``--upstream DIR``, a built ``maka-agent`` checkout, and a Node
+   with ``node:sqlite``): the same calls through upstream's ``commitToolPrepared`` /
+   ``commitToolOutcome`` against a raw ``node:sqlite`` commit, interleaved the same way
+   (``benchmarks/_durable/upstream.mjs``).
+
 Prints markdown tables; ``--json PATH`` also writes the numbers. Results and method:
 ``docs/performance.md`` ("Durable writes and projection rebuild").
 """
@@ -60,6 +65,7 @@ from benchmarks._durable.inputs import _calls
 from benchmarks._durable.rebuild import measure_rebuild
 from benchmarks._durable.report import _filesystem, print_report
 from benchmarks._durable.throughput import RawCommits, StoreCalls, measure_throughput
+from benchmarks._durable.upstream import measure_upstream
 from benchmarks._write_set import measure_write_set
 
 #: ``main`` plus the names other code imports from here (``benchmarks.loop``: ``StoreCalls``,
@@ -87,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-write-set", action="store_true", help="skip counting WAL frames per commit")
     parser.add_argument("--skip-floor", action="store_true",
                         help="skip the literal-SQL-script ceiling check (same rows, no Python per statement)")
+    parser.add_argument("--upstream", default=None,
+                        help="a built maka-agent checkout: also time its store with node:sqlite (needs Node >= 22.19)")
     parser.add_argument("--json", dest="json_path", default=None, help="also write the results here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary databases")
     args = parser.parse_args(argv)
@@ -111,16 +119,21 @@ def main(argv: list[str] | None = None) -> int:
             floor = measure_sqlite_floor(root, args.rounds, args.slices, max(1, args.calls // args.slices),
                                          max(1, args.raw_commits // args.slices), args.calls_per_run,
                                          args.warmup_calls, args.warmup_commits)
+        upstream = None
+        if args.upstream and not args.skip_throughput:
+            upstream = measure_upstream(root, args.upstream, args.rounds, args.slices, max(1, args.calls // args.slices),
+                                        max(1, args.raw_commits // args.slices), args.calls_per_run,
+                                        args.warmup_calls, args.warmup_commits)
         sizes = [int(s) for s in args.scaling.split(",") if s]
         scaling = measure_scaling(root, sizes, args.scaling_calls, min(args.warmup_calls, 200)) if sizes else None
         rb = measure_rebuild(root, args.rebuild_events, args.rebuild_repeat) if args.rebuild_events > 0 else None
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
-    print_report(env, tp, scaling, rb, ws, floor)
+    print_report(env, tp, scaling, rb, ws, floor, upstream)
     if args.json_path:
         with open(args.json_path, "w", encoding="utf-8") as fh:
-            json.dump({"env": env, "throughput": tp, "sqliteFloor": floor, "writeSet": ws, "scaling": scaling,
+            json.dump({"env": env, "throughput": tp, "sqliteFloor": floor, "upstream": upstream, "writeSet": ws, "scaling": scaling,
                        "rebuild": rb}, fh, indent=2)
             fh.write("\n")
     return 0
