@@ -257,7 +257,9 @@ def insert_event(
         # The continuation guard and the seal check would pass without a query whether the id
         # is new or stored (an unclaimed session, an unsealed run), so the order in which
         # they run against the existence check cannot change a verdict: try the row first.
-        # Only a PRIMARY KEY conflict means "stored"; the failed statement changed nothing.
+        # A failed INSERT changes nothing (SQLite undoes the statement). If the id is then
+        # found stored, the plain path would have found it first and answers from that row;
+        # if not, the plain path runs this very INSERT next and fails the same way.
         try:
             _insert_row(conn, encoded, committed_at, event_seq)
         except sqlite3.IntegrityError:
