@@ -19,7 +19,6 @@ deletes a row: evidence is written once, inside T1, and never later (``evidence_
 from __future__ import annotations
 
 import sqlite3
-import time
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -33,6 +32,12 @@ from maka_ref._reconcile import (
 )
 from maka_ref._reconcile.evidence import EVIDENCE_DIGEST_DOMAIN, domain_digest
 from maka_ref._store.engine.connection import write_transaction
+from maka_ref._store.engine.schema import (
+    OPERATIONAL_REGISTRY_DDL,
+    read_scope_version,
+    record_scope_version,
+    refuse_newer_scope,
+)
 from maka_ref._store.errors import StoreError
 
 __all__ = [
@@ -51,11 +56,7 @@ TOOL_EVIDENCE_SCOPE: Final = "tool_evidence"
 TOOL_EVIDENCE_SCHEMA_VERSION: Final = 1
 
 _DDL: Final = (
-    """CREATE TABLE IF NOT EXISTS operational_schema_migrations (
-  scope TEXT PRIMARY KEY,
-  version INTEGER NOT NULL CHECK (version >= 0),
-  applied_at INTEGER NOT NULL CHECK (applied_at >= 0)
-)""",
+    OPERATIONAL_REGISTRY_DDL,
     """CREATE TABLE IF NOT EXISTS runtime_tool_evidence (
   operation_id TEXT PRIMARY KEY,
   dispatch_event_id TEXT NOT NULL UNIQUE,
@@ -90,26 +91,11 @@ def has_evidence_table(conn: sqlite3.Connection) -> bool:
 
 
 def _scope_version(conn: sqlite3.Connection) -> int:
-    try:
-        row = conn.execute(
-            "SELECT version FROM operational_schema_migrations WHERE scope = ?", (TOOL_EVIDENCE_SCOPE,)
-        ).fetchone()
-    except sqlite3.OperationalError:  # no registry yet
-        return 0
-    if row is None:
-        return 0
-    if type(row[0]) is not int or row[0] < 0:
-        raise StoreError("Invalid tool_evidence operational schema version", code="operational_state_migration_blocked")
-    return row[0]
+    return read_scope_version(conn, TOOL_EVIDENCE_SCOPE, invalid_message="Invalid tool_evidence operational schema version")
 
 
 def _refuse_newer(version: int) -> None:
-    if version > TOOL_EVIDENCE_SCHEMA_VERSION:
-        raise StoreError(
-            f"Operational schema {TOOL_EVIDENCE_SCOPE} is newer than supported version "
-            f"{TOOL_EVIDENCE_SCHEMA_VERSION}; Maka did not migrate or delete the database.",
-            code="operational_state_migration_blocked",
-        )
+    refuse_newer_scope(TOOL_EVIDENCE_SCOPE, version, TOOL_EVIDENCE_SCHEMA_VERSION)
 
 
 def migrate_tool_evidence(conn: sqlite3.Connection) -> None:
@@ -126,11 +112,7 @@ def migrate_tool_evidence(conn: sqlite3.Connection) -> None:
         _refuse_newer(version)
         for statement in _DDL:
             conn.execute(statement)
-        conn.execute(
-            "INSERT INTO operational_schema_migrations (scope, version, applied_at) VALUES (?, ?, ?) "
-            "ON CONFLICT (scope) DO UPDATE SET version = excluded.version, applied_at = excluded.applied_at",
-            (TOOL_EVIDENCE_SCOPE, TOOL_EVIDENCE_SCHEMA_VERSION, int(time.time() * 1000)),
-        )
+        record_scope_version(conn, TOOL_EVIDENCE_SCOPE, TOOL_EVIDENCE_SCHEMA_VERSION)
 
 
 def prepare_evidence(evidence: Any, call_event: Any, dispatch_event: Any) -> PreparedEvidence:

@@ -8,11 +8,16 @@ header and event reads and writes of :mod:`maka_ref._store.agent_runs.store`.
 from __future__ import annotations
 
 import sqlite3
-import time
 from typing import Final
 
 from maka_ref._store.agent_runs.codec import _error
 from maka_ref._store.engine.connection import write_transaction
+from maka_ref._store.engine.schema import (
+    OPERATIONAL_REGISTRY_DDL,
+    read_scope_version,
+    record_scope_version,
+    refuse_newer_scope,
+)
 
 __all__ = [
     "AGENT_RUNS_SCHEMA_VERSION",
@@ -23,11 +28,7 @@ AGENT_RUNS_SCOPE: Final = "agent_runs"
 AGENT_RUNS_SCHEMA_VERSION: Final = 1
 
 _DDL: Final = (
-    """CREATE TABLE IF NOT EXISTS operational_schema_migrations (
-  scope TEXT PRIMARY KEY,
-  version INTEGER NOT NULL CHECK (version >= 0),
-  applied_at INTEGER NOT NULL CHECK (applied_at >= 0)
-)""",
+    OPERATIONAL_REGISTRY_DDL,
     """CREATE TABLE IF NOT EXISTS agent_runs (
   session_id TEXT NOT NULL,
   run_id TEXT NOT NULL,
@@ -55,27 +56,12 @@ def _table_names(conn: sqlite3.Connection) -> set[str]:
 
 def _read_scope_version(conn: sqlite3.Connection) -> int:
     """The ``agent_runs`` scope version; 0 when the registry or the row is absent."""
-    if "operational_schema_migrations" not in _table_names(conn):
-        return 0
-    row = conn.execute(
-        "SELECT version FROM operational_schema_migrations WHERE scope = ?", (AGENT_RUNS_SCOPE,)
-    ).fetchone()
-    if row is None:
-        return 0
-    version = row[0]
-    if type(version) is not int or version < 0:
-        raise _error("operational_state_migration_blocked", "Invalid AgentRun operational schema version")
-    return version
+    return read_scope_version(conn, AGENT_RUNS_SCOPE, invalid_message="Invalid AgentRun operational schema version")
 
 
 def _refuse_newer(version: int) -> None:
-    if version > AGENT_RUNS_SCHEMA_VERSION:
-        raise _error(
-            "operational_state_migration_blocked",
-            f"Operational schema {AGENT_RUNS_SCOPE} is newer than supported version "
-            f"{AGENT_RUNS_SCHEMA_VERSION}; Maka did not migrate or delete the database. "
-            "Upgrade Maka to open this workspace.",
-        )
+    refuse_newer_scope(AGENT_RUNS_SCOPE, version, AGENT_RUNS_SCHEMA_VERSION,
+                       advice=" Upgrade Maka to open this workspace.")
 
 
 def _require_tables(conn: sqlite3.Connection) -> None:
@@ -100,9 +86,5 @@ def _migrate(conn: sqlite3.Connection) -> None:
         if version < AGENT_RUNS_SCHEMA_VERSION:
             for statement in _DDL:
                 conn.execute(statement)
-            conn.execute(
-                "INSERT INTO operational_schema_migrations (scope, version, applied_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (scope) DO UPDATE SET version = excluded.version, applied_at = excluded.applied_at",
-                (AGENT_RUNS_SCOPE, AGENT_RUNS_SCHEMA_VERSION, int(time.time() * 1000)),
-            )
+            record_scope_version(conn, AGENT_RUNS_SCOPE, AGENT_RUNS_SCHEMA_VERSION)
         _require_tables(conn)

@@ -20,6 +20,7 @@ byte for byte by other implementations and by the harness).
 from __future__ import annotations
 
 import sqlite3
+import time
 
 from maka_ref._store.engine.connection import write_transaction
 from maka_ref._store.errors import (
@@ -34,12 +35,16 @@ from maka_ref._store.errors import (
 __all__ = [
     "CURRENT_SCHEMA_VERSION",
     "MIGRATIONS",
+    "OPERATIONAL_REGISTRY_DDL",
     "REQUIRED_CAPABILITIES",
     "apply_migrations",
     "check_capabilities",
     "check_read_only_version",
     "migrate",
+    "read_scope_version",
     "read_user_version",
+    "record_scope_version",
+    "refuse_newer_scope",
 ]
 
 _M1 = (
@@ -329,3 +334,52 @@ def check_capabilities(conn: sqlite3.Connection) -> None:
             row = None  # no capability table at all
         if row is None or type(row[0]) is not int or row[0] != 1:
             raise capability_unavailable(capability)
+
+
+# -- operational scopes ----------------------------------------------------------------------
+# Stores beside the runtime scope (the AgentRun headers, Phase 3's evidence) are versioned per
+# scope in ``operational_schema_migrations``, never in ``PRAGMA user_version`` (the runtime
+# scope's): one registry, shared by every scope, whose rows each scope's migration writes.
+
+#: The registry every operational scope creates (first) with its own tables.
+OPERATIONAL_REGISTRY_DDL = """CREATE TABLE IF NOT EXISTS operational_schema_migrations (
+  scope TEXT PRIMARY KEY,
+  version INTEGER NOT NULL CHECK (version >= 0),
+  applied_at INTEGER NOT NULL CHECK (applied_at >= 0)
+)"""
+
+
+def read_scope_version(conn: sqlite3.Connection, scope: str, *, invalid_message: str) -> int:
+    """The recorded version of ``scope``: 0 when the registry or its row is absent; a value that
+    is not a non-negative integer fails closed (``operational_state_migration_blocked``)."""
+    registry = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'operational_schema_migrations'"
+    ).fetchone()
+    if registry is None:
+        return 0
+    row = conn.execute("SELECT version FROM operational_schema_migrations WHERE scope = ?", (scope,)).fetchone()
+    if row is None:
+        return 0
+    if type(row[0]) is not int or row[0] < 0:
+        raise StoreError(invalid_message, code="operational_state_migration_blocked")
+    return row[0]
+
+
+def refuse_newer_scope(scope: str, version: int, supported: int, *, advice: str = "") -> None:
+    """A scope recorded newer than this build supports fails closed before anything is written."""
+    if version > supported:
+        raise StoreError(
+            f"Operational schema {scope} is newer than supported version {supported}; "
+            f"Maka did not migrate or delete the database.{advice}",
+            code="operational_state_migration_blocked",
+        )
+
+
+def record_scope_version(conn: sqlite3.Connection, scope: str, version: int) -> None:
+    """Record ``scope`` at ``version`` (inside the caller's write transaction, after its DDL)."""
+    conn.execute(
+        "INSERT INTO operational_schema_migrations (scope, version, applied_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (scope) DO UPDATE SET version = excluded.version, applied_at = excluded.applied_at",
+        (scope, version, int(time.time() * 1000)),
+    )
+

@@ -368,3 +368,33 @@ def test_connect_uses_autocommit(tmp_path: Path) -> None:
     conn.execute("INSERT INTO t VALUES (1)")
     assert not conn.in_transaction
     conn.close()
+
+
+def test_operational_scopes_fail_closed_with_their_own_messages(tmp_path: Path) -> None:
+    """The ``agent_runs`` and ``tool_evidence`` scopes share one registry and its helpers
+    (``read_scope_version``, ``refuse_newer_scope``, ``record_scope_version``); each still
+    refuses a newer or invalid recorded version with its own message, writing nothing."""
+    from maka_ref._store.agent_runs.schema import _migrate as migrate_agent_runs
+    from maka_ref._store.errors import StoreError
+    from maka_ref._store.evidence import migrate_tool_evidence
+
+    cases = [
+        (migrate_agent_runs, "agent_runs", "Operational schema agent_runs is newer than supported version 1; Maka did "
+                                           "not migrate or delete the database. Upgrade Maka to open this workspace.",
+         "Invalid AgentRun operational schema version"),
+        (migrate_tool_evidence, "tool_evidence", "Operational schema tool_evidence is newer than supported version 1; "
+                                                 "Maka did not migrate or delete the database.",
+         "Invalid tool_evidence operational schema version"),
+    ]
+    for migrate_scope, scope, newer, invalid in cases:
+        for version, message in ((2, newer), (-1, invalid)):
+            conn = sqlite3.connect(tmp_path / f"{scope}{version}.sqlite", isolation_level=None)
+            conn.execute("CREATE TABLE operational_schema_migrations (scope TEXT PRIMARY KEY, version INTEGER, "
+                         "applied_at INTEGER)")
+            conn.execute("INSERT INTO operational_schema_migrations VALUES (?, ?, 0)", (scope, version))
+            with pytest.raises(StoreError) as refused:
+                migrate_scope(conn)
+            assert (refused.value.code, refused.value.message) == ("operational_state_migration_blocked", message)
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            assert tables == {"operational_schema_migrations"}
+            conn.close()
