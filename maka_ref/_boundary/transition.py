@@ -65,11 +65,19 @@ from maka_ref._boundary.capture import checkpoint_failpoint, ref_resolver
 from maka_ref._boundary.gate import check_workspace_boundary, verify_code
 from maka_ref._checkpoint import CheckpointError, GitCheckpointCarrier
 from maka_ref._errors import MakaRefError
-from maka_ref._events.boundary import AFFECTED_PATHS_MAX, REBASELINED_KIND, RESTORED_KIND
+from maka_ref._events.boundary import (
+    AFFECTED_PATHS_MAX,
+    REBASELINED_KIND,
+    RESTORED_KIND,
+)
 from maka_ref._events.encode import encode_runtime_event
 from maka_ref._plan.continuation.shapes import park
 from maka_ref._store.reads import read_immutable_prefix
-from maka_ref._store.workspace.boundary import current_epoch, insert_boundary_fact, insert_transition_notice
+from maka_ref._store.workspace.boundary import (
+    current_epoch,
+    insert_boundary_fact,
+    insert_transition_notice,
+)
 from maka_ref._store.workspace.identity import resolve_workspace_identity
 
 __all__ = [
@@ -105,6 +113,7 @@ def rebaseline_notice(payload: Mapping[str, Any]) -> str:
     return (f"Workspace notice (rebaseline, epoch {epoch}): the files in the workspace changed outside this "
             f"session and the user chose to continue from their current state. {which} Reread any of these "
             "files before relying on what you saw of them earlier; earlier reads of them are stale.")
+
 
 #: spec-phase4 §8: after the start + transition transaction, before the provider call.
 AFTER_TRANSITION_COMMITTED = "after_workspace_transition_committed"
@@ -186,28 +195,18 @@ class Rebaseline:
         identity = resolve_workspace_identity(self.workspace).identity
         captured = self.carrier.capture(self.workspace, identity)  # step after_rebaseline_captured
         session_id, run_id = start["sessionId"], start["runId"]
-        prefix = read_immutable_prefix(conn, session_id, run_id, 1)
         previous = self.previous
         old_tree = None if previous is None else _tree(
             self.carrier, self.workspace, previous["checkpointRef"], previous["checkpointPolicyHash"])
         new_tree = _tree(self.carrier, self.workspace, captured.checkpoint_ref, captured.policy_hash) or {}
         paths, count, complete = affected_paths(old_tree, new_tree)
-        boundary = {
-            "workspaceIdentity": identity, "workspaceEpoch": current_epoch(conn, session_id) + 1,
-            "immutableRuntimeHighWater": 1, "immutableRuntimeDigest": prefix.prefix_digest,
-            "checkpointRef": captured.checkpoint_ref, "checkpointPolicyHash": captured.policy_hash,
-        }
+        boundary = _transition_boundary(conn, start, identity, captured.checkpoint_ref, captured.policy_hash)
         payload: dict[str, Any] = {"protocol": "workspace_rebaselined_v1", "boundary": boundary,
                                    "affectedPaths": paths, "affectedPathCount": count,
                                    "affectedPathsComplete": complete}
         if previous is not None:
             payload["previous"] = dict(previous)
-        event = {
-            "id": f"{run_id}_workspace_rebaselined", "sessionId": session_id,
-            "invocationId": start["invocationId"], "runId": run_id, "turnId": start["turnId"],
-            "ts": start["ts"], "partial": False, "role": "system", "author": "system",
-            "actions": {"workspaceBoundary": {"kind": REBASELINED_KIND, "version": 1, "payload": payload}},
-        }
+        event = _fact_event(start, "workspace_rebaselined", REBASELINED_KIND, payload)
         insert_boundary_fact(conn, encode_runtime_event(event), start["ts"],
                              ref_resolver(self.carrier, self.workspace, identity, captured.commit_oid))
         # §7.1 step 5: the notice at seq 3, in the same transaction (it exists iff the fact does);
@@ -224,7 +223,20 @@ class Rebaseline:
         self.model_notice = notice
 
 
+def _transition_boundary(conn: Any, start: Mapping[str, Any], identity: str, ref: str, policy: str) -> dict[str, Any]:
+    """The new boundary a transition fact carries (§7.1 step 4, §7.2 step 4): the next epoch of
+    the lineage (§7.3), the continuation's one-event prefix (its start) and the artifact."""
+    session_id = start["sessionId"]
+    prefix = read_immutable_prefix(conn, session_id, start["runId"], 1)
+    return {
+        "workspaceIdentity": identity, "workspaceEpoch": current_epoch(conn, session_id) + 1,
+        "immutableRuntimeHighWater": 1, "immutableRuntimeDigest": prefix.prefix_digest,
+        "checkpointRef": ref, "checkpointPolicyHash": policy,
+    }
+
+
 def _fact_event(start: Mapping[str, Any], suffix: str, kind: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The transition fact (§1.3) at the continuation's seq 2, in the start's identity."""
     run_id = start["runId"]
     return {
         "id": f"{run_id}_{suffix}", "sessionId": start["sessionId"], "invocationId": start["invocationId"],
@@ -295,13 +307,7 @@ class IsolatedRestore:
         if identity != self.new_identity:
             raise TransitionRefused("workspace_identity_changed", "the destination got another identity than the "
                                     "one the claim names", {"expected": self.new_identity, "actual": identity})
-        session_id = start["sessionId"]
-        prefix = read_immutable_prefix(conn, session_id, start["runId"], 1)
-        boundary = {
-            "workspaceIdentity": identity, "workspaceEpoch": current_epoch(conn, session_id) + 1,
-            "immutableRuntimeHighWater": 1, "immutableRuntimeDigest": prefix.prefix_digest,
-            "checkpointRef": ref, "checkpointPolicyHash": policy,
-        }
+        boundary = _transition_boundary(conn, start, identity, ref, policy)
         payload = {"protocol": "workspace_restored_v1", "from": dict(source), "boundary": boundary}
         event = _fact_event(start, "workspace_restored", RESTORED_KIND, payload)
         insert_boundary_fact(conn, encode_runtime_event(event), start["ts"],
